@@ -1,0 +1,99 @@
+package boxoffice
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Account roles.
+const (
+	RoleFan   = "fan"
+	RoleAdmin = "admin"
+)
+
+// Limits on account fields, in characters (runes) unless marked.
+const (
+	MinPasswordLen = 8
+	MaxPasswordLen = 72  // bytes: bcrypt reads no further
+	MaxEmailLen    = 254 // RFC 5321's limit on a forward path
+	MaxNameLen     = 100
+)
+
+// Account is a person who buys tickets (RoleFan) or runs sales (RoleAdmin).
+type Account struct {
+	ID        int64
+	Email     string
+	Name      string
+	Role      string
+	CreatedAt time.Time
+}
+
+// IsAdmin reports whether the account may use the admin pages.
+func (a *Account) IsAdmin() bool { return a != nil && a.Role == RoleAdmin }
+
+// Signup is the input of a new account; Password is the plain text, hashed by
+// the store and never kept.
+type Signup struct {
+	Email    string
+	Password string
+	Name     string
+	Role     string
+}
+
+// Normalize trims the e-mail and name and lower-cases the e-mail, so that one
+// address cannot open two accounts by case.
+func (s *Signup) Normalize() {
+	s.Email = strings.ToLower(strings.TrimSpace(s.Email))
+	s.Name = strings.TrimSpace(s.Name)
+	if s.Role == "" {
+		s.Role = RoleFan
+	}
+}
+
+// Validate returns an EINVALID error naming every bad field at once (empty or
+// malformed e-mail, short or overlong password, empty or overlong name), or nil.
+// Call Normalize first.
+func (s *Signup) Validate() error {
+	f := map[string]string{}
+	switch {
+	case s.Email == "":
+		f["email"] = "Enter your e-mail address."
+	case utf8.RuneCountInString(s.Email) > MaxEmailLen:
+		f["email"] = "That e-mail address is too long."
+	default:
+		if a, err := mail.ParseAddress(s.Email); err != nil || a.Address != s.Email || !strings.Contains(s.Email, "@") {
+			f["email"] = "That does not look like an e-mail address."
+		}
+	}
+	switch {
+	case utf8.RuneCountInString(s.Password) < MinPasswordLen:
+		f["password"] = "Use at least 8 characters for your password."
+	case len(s.Password) > MaxPasswordLen:
+		f["password"] = "Your password is too long: use at most 72 letters or digits."
+	}
+	switch n := utf8.RuneCountInString(s.Name); {
+	case n == 0:
+		f["name"] = "Enter your name."
+	case n > MaxNameLen:
+		f["name"] = "Use at most 100 characters for your name."
+	}
+	if s.Role != RoleFan && s.Role != RoleAdmin {
+		f["role"] = "Unknown role."
+	}
+	return Invalid(f)
+}
+
+// AccountService stores accounts and checks passwords.
+type AccountService interface {
+	// CreateAccount validates s, hashes its password and stores the account.
+	// Errors: EINVALID with Fields (including a taken e-mail, "email").
+	CreateAccount(ctx context.Context, s Signup) (*Account, error)
+	// Authenticate returns the account whose e-mail and password match.
+	// Errors: EUNAUTHORIZED for an unknown e-mail or a wrong password alike.
+	Authenticate(ctx context.Context, email, password string) (*Account, error)
+	// FindAccountByID returns the account. Errors: ENOTFOUND.
+	FindAccountByID(ctx context.Context, id int64) (*Account, error)
+}

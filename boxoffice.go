@@ -1,0 +1,87 @@
+// Package boxoffice holds the domain of a box office for sell-out events: the
+// entities (accounts, venues, events, grades, seats, orders), the error codes
+// that every layer speaks, and the rules that need no I/O. It imports none of
+// echo, pgx, go-redis or templ; the store, payment, handlers and views packages
+// meet through its types.
+package boxoffice
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. Each is part of the HTTP contract (CONTRACT.md): the JSON error
+// body carries the code, and handlers map it to a status through one table.
+const (
+	ECONFLICT      = "conflict"       // 409: the state does not allow it
+	EINTERNAL      = "internal"       // 500: a bug or an unexpected failure
+	EINVALID       = "invalid"        // 422: the input breaks a rule; Fields says which
+	ENOTFOUND      = "not_found"      // 404
+	EUNAUTHORIZED  = "unauthorized"   // 401: log-in needed or a wrong e-mail/password pair
+	EFORBIDDEN     = "forbidden"      // 403
+	EUNAVAILABLE   = "unavailable"    // 503: PostgreSQL or Redis does not answer
+	ETOOLARGE      = "too_large"      // 413: a request body over its limit
+	ERATELIMITED   = "rate_limited"   // 429
+	EBADREQUEST    = "bad_request"    // 400: input that cannot be parsed at all
+	EQUEUENOTOPEN  = "queue_not_open" // 409: before the queue opens or after the sale ends
+	ENOTINQUEUE    = "not_in_queue"   // 404
+	ENOENTRYTOKEN  = "no_entry_token" // 403: no live entry token of this session
+	ESEATTAKEN     = "seat_taken"     // 409: a chosen seat is held or sold
+	ELIMITEXCEEDED = "limit_exceeded" // 422: the per-account limit would be passed
+	EBADSEAT       = "bad_seat"       // 400: an unknown or malformed seat
+	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
+)
+
+// Error is the error every package returns for failures a person may see.
+// Message is written for people; Fields names each invalid input with its
+// reason (all reasons at once); Details carries extra JSON members of the error
+// body (for example "seats" for seat_taken).
+type Error struct {
+	Code    string
+	Message string
+	Fields  map[string]string
+	Details map[string]any
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string {
+	return fmt.Sprintf("boxoffice error: code=%s message=%s", e.Code, e.Message)
+}
+
+// Errorf returns an *Error with the given code and a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of the first *Error in err's chain, "" for nil,
+// and EINTERNAL for any other error.
+func ErrorCode(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Code
+	}
+	return EINTERNAL
+}
+
+// ErrorMessage returns the people-facing message of the first *Error in err's
+// chain; any other error gets a generic sentence so that internals never leak.
+func ErrorMessage(err error) string {
+	var e *Error
+	if err == nil {
+		return ""
+	} else if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Something went wrong on our side. Please try again."
+}
+
+// Invalid returns an EINVALID error listing every field's reason, or nil when
+// fields is empty, so that validators can collect all reasons and return once.
+func Invalid(fields map[string]string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return &Error{Code: EINVALID, Message: "Please correct the marked fields.", Fields: fields}
+}

@@ -1,0 +1,35 @@
+package boxoffice_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+func errorsAs(err error, target **boxoffice.Error) bool { return errors.As(err, target) }
+
+func TestErrorCode(t *testing.T) {
+	wrapped := fmt.Errorf("hold: %w", boxoffice.Errorf(boxoffice.ESEATTAKEN, "taken"))
+	tests := []struct {
+		err  error
+		code string
+		msg  string
+	}{
+		{nil, "", ""},
+		{wrapped, boxoffice.ESEATTAKEN, "taken"},
+		{errors.New("dial tcp: refused"), boxoffice.EINTERNAL, "Something went wrong on our side. Please try again."},
+	}
+	for _, tt := range tests {
+		if got := boxoffice.ErrorCode(tt.err); got != tt.code {
+			t.Errorf("ErrorCode(%v) = %q, want %q", tt.err, got, tt.code)
+		}
+		if got := boxoffice.ErrorMessage(tt.err); got != tt.msg {
+			t.Errorf("ErrorMessage(%v) = %q, want %q", tt.err, got, tt.msg)
+		}
+	}
+	if boxoffice.Invalid(nil) != nil {
+		t.Error("Invalid(nil) is not nil")
+	}
+}

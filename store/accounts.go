@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/bcrypt"
+)
+
+var _ boxoffice.AccountService = (*Accounts)(nil)
+
+// Accounts stores accounts in PostgreSQL with bcrypt password hashes.
+type Accounts struct {
+	DB *DB
+	// Cost is the bcrypt cost (bcrypt.DefaultCost when 0).
+	Cost int
+}
+
+// dummyHash is compared against when an e-mail is unknown, so that a wrong
+// e-mail and a wrong password take the same time.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("boxoffice-dummy-password"), bcrypt.DefaultCost)
+
+// CreateAccount validates s, hashes the password with bcrypt and inserts the
+// account. Errors: EINVALID with Fields, "email" when the address is taken
+// (the UNIQUE constraint decides, so two sign-ups racing for one address get
+// one account).
+func (s *Accounts) CreateAccount(ctx context.Context, in boxoffice.Signup) (*boxoffice.Account, error) {
+	in.Normalize()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	cost := s.Cost
+	if cost == 0 {
+		cost = bcrypt.DefaultCost
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), cost)
+	if err != nil {
+		return nil, fmt.Errorf("hash password: %w", err)
+	}
+	a := &boxoffice.Account{Email: in.Email, Name: in.Name, Role: in.Role}
+	err = s.DB.Pool.QueryRow(ctx,
+		`INSERT INTO account (email, name, password_hash, role) VALUES ($1, $2, $3, $4)
+		 RETURNING id, created_at`, in.Email, in.Name, string(hash), in.Role).Scan(&a.ID, &a.CreatedAt)
+	if pgErrCode(err) == "23505" {
+		return nil, boxoffice.Invalid(map[string]string{"email": "An account with this e-mail address already exists."})
+	} else if err != nil {
+		return nil, fmt.Errorf("insert account: %w", err)
+	}
+	return a, nil
+}
+
+// Authenticate returns the account with this e-mail (compared lower-cased)
+// and password. Errors: EUNAUTHORIZED for an unknown e-mail or a wrong
+// password, with one message for both.
+func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*boxoffice.Account, error) {
+	in := boxoffice.Signup{Email: email}
+	in.Normalize()
+	var a boxoffice.Account
+	var hash string
+	err := s.DB.Pool.QueryRow(ctx,
+		`SELECT id, email, name, role, created_at, password_hash FROM account WHERE email = $1`, in.Email).
+		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.CreatedAt, &hash)
+	wrong := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "That e-mail and password do not match an account.")
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return nil, wrong
+	case err != nil:
+		return nil, fmt.Errorf("find account: %w", err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil {
+		return nil, wrong
+	}
+	return &a, nil
+}
+
+// FindAccountByID returns the account. Errors: ENOTFOUND.
+func (s *Accounts) FindAccountByID(ctx context.Context, id int64) (*boxoffice.Account, error) {
+	var a boxoffice.Account
+	err := s.DB.Pool.QueryRow(ctx, `SELECT id, email, name, role, created_at FROM account WHERE id = $1`, id).
+		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.CreatedAt)
+	if err != nil {
+		return nil, fmt.Errorf("find account %d: %w", id, notFound(err, "No such account."))
+	}
+	return &a, nil
+}

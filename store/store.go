@@ -1,0 +1,146 @@
+// Package store keeps boxoffice's state: PostgreSQL is the truth (accounts,
+// venues, events, orders, payments, sold seats, the outbox) and Redis the fast,
+// expiring state (queue, entry tokens, seat holds, the sold-seat cache). The
+// rules that must hold under concurrency live here, in a PostgreSQL
+// transaction backed by a constraint or in a Lua script.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/migrations"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+)
+
+// DB is the PostgreSQL side of the store: a connection pool and a clock.
+// It is safe for concurrent use.
+type DB struct {
+	Pool *pgxpool.Pool
+	// Now returns the current time; tests replace it with a fixed clock.
+	Now func() time.Time
+}
+
+// OpenDB connects to the database at dsn (a postgres:// URL), creating the
+// database first if it does not exist, and checks that it answers within ctx.
+// It does not migrate: call Migrate.
+func OpenDB(ctx context.Context, dsn string) (*DB, error) {
+	if err := CreateDatabase(ctx, dsn); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("ping database: %w", err)
+	}
+	return &DB{Pool: pool, Now: time.Now}, nil
+}
+
+// Close closes the pool, waiting for connections in use to be released.
+func (db *DB) Close() { db.Pool.Close() }
+
+// Migrate applies the embedded migrations that have not run yet. goose takes a
+// PostgreSQL advisory lock, so instances starting together migrate once.
+func (db *DB) Migrate(ctx context.Context) error {
+	sqlDB := stdlib.OpenDBFromPool(db.Pool)
+	defer sqlDB.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// CreateDatabase creates the database named in dsn if it does not exist, by
+// connecting to the server's "postgres" database. Creating one that another
+// process created a moment earlier is not an error.
+func CreateDatabase(ctx context.Context, dsn string) error {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if name == "" {
+		return fmt.Errorf("DATABASE_URL names no database")
+	}
+	admin := *u
+	admin.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, admin.String())
+	if err != nil {
+		return fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up database %q: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
+	if pgErrCode(err) == "42P04" { // duplicate_database
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", name, err)
+	}
+	return nil
+}
+
+// pgErrCode returns the SQLSTATE of a PostgreSQL error, or "".
+func pgErrCode(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code
+	}
+	return ""
+}
+
+// pgConstraint returns the constraint a PostgreSQL error names, or "".
+func pgConstraint(err error) string {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.ConstraintName
+	}
+	return ""
+}
+
+// notFound maps pgx.ErrNoRows to an ENOTFOUND error with msg; other errors
+// pass through.
+func notFound(err error, msg string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "%s", msg)
+	}
+	return err
+}
+
+// inTx runs fn in a transaction, committing if it returns nil and rolling back
+// otherwise. Exported methods open transactions; unexported helpers take the
+// pgx.Tx so that transactions compose.
+func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, db.Pool, fn)
+}
