@@ -18,19 +18,28 @@ type Redis struct {
 	Now    func() time.Time
 }
 
-// OpenRedis connects to the Redis at rawURL (redis://host:port/db) and checks
-// that it answers within ctx. prefix is prepended to every key.
-func OpenRedis(ctx context.Context, rawURL, prefix string) (*Redis, error) {
+// NewRedis returns a client of the Redis at rawURL (redis://host:port/db)
+// whose keys all start with prefix. It does not connect: the client dials on
+// first use and again after Redis comes back.
+func NewRedis(rawURL, prefix string) (*Redis, error) {
 	opt, err := redis.ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
 	}
-	c := redis.NewClient(opt)
-	if err := c.Ping(ctx).Err(); err != nil {
-		c.Close()
+	return &Redis{Client: redis.NewClient(opt), Prefix: prefix, Now: time.Now}, nil
+}
+
+// OpenRedis is NewRedis followed by a check that Redis answers within ctx.
+func OpenRedis(ctx context.Context, rawURL, prefix string) (*Redis, error) {
+	r, err := NewRedis(rawURL, prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Ping(ctx); err != nil {
+		r.Close()
 		return nil, fmt.Errorf("ping Redis: %w", err)
 	}
-	return &Redis{Client: c, Prefix: prefix, Now: time.Now}, nil
+	return r, nil
 }
 
 // Close closes the client.
@@ -40,3 +49,6 @@ func (r *Redis) Close() error { return r.Client.Close() }
 func (r *Redis) Key(format string, args ...any) string {
 	return r.Prefix + fmt.Sprintf(format, args...)
 }
+
+// Ping checks that Redis answers.
+func (r *Redis) Ping(ctx context.Context) error { return r.Client.Ping(ctx).Err() }

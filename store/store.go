@@ -144,3 +144,6 @@ func notFound(err error, msg string) error {
 func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db.Pool, fn)
 }
+
+// Ping checks that PostgreSQL answers.
+func (db *DB) Ping(ctx context.Context) error { return db.Pool.Ping(ctx) }

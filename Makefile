@@ -1,0 +1,48 @@
+# boxoffice: the single entry point. `make run` and `make test` are all the
+# set-up there is: they install and start what is missing (see README.md).
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+GO ?= go
+TEST_TIMEOUT ?= 15m
+# the environment of the services (scripts/services.sh) and of the browser
+# tests (scripts/e2e-deps.sh), as shell assignments to eval in a recipe
+SERVICES = eval "$$(scripts/services.sh)"
+E2E_DEPS = eval "$$(scripts/e2e-deps.sh)"
+
+.PHONY: help
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+.PHONY: generate
+generate: ## generate the templ views (*_templ.go, not committed)
+	@$(GO) tool templ generate -path views >/dev/null
+
+.PHONY: build
+build: generate ## build bin/boxoffice
+	$(GO) build -o bin/boxoffice ./web
+
+.PHONY: run
+run: build ## start PostgreSQL and Redis if needed, then serve the site
+	@$(SERVICES) && exec ./bin/boxoffice serve
+
+.PHONY: lint
+lint: generate ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+.PHONY: test
+test: lint ## vet, every Go test with -race, and the browser tests
+	@$(SERVICES) && $(E2E_DEPS) && $(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+.PHONY: e2e
+e2e: generate ## the browser tests alone
+	@$(SERVICES) && $(E2E_DEPS) && $(GO) test -race -timeout $(TEST_TIMEOUT) -v -count=1 ./e2e/
+
+.PHONY: stop
+stop: ## stop the private PostgreSQL and Redis that make run or make test started
+	@if [ -f .data/postgres/db/postmaster.pid ]; then runuser -u postgres -- $$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/pg_ctl -D .data/postgres/db stop -m fast 2>/dev/null || pg_ctl -D .data/postgres/db stop -m fast; fi
+	@if [ -f .data/redis/redis.pid ]; then kill $$(cat .data/redis/redis.pid) 2>/dev/null || true; fi
+
+.PHONY: vendor
+vendor: ## re-fetch htmx, its SSE extension and Pico CSS from npm at the pinned versions
+	scripts/vendor.sh

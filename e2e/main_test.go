@@ -1,0 +1,193 @@
+// Package e2e drives the real boxoffice binary in Chromium with Playwright:
+// each test starts the binary on a free port with a database and Redis key
+// prefix of its own. Playwright and Chromium start once per test binary.
+//
+// The browser and the driver come from the machine (scripts/e2e-deps.sh):
+// CHROMIUM_PATH, PLAYWRIGHT_DRIVER_PATH and PLAYWRIGHT_NODEJS_PATH; nothing is
+// downloaded.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/playwright-community/playwright-go"
+)
+
+var (
+	binary  string
+	browser playwright.Browser
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "boxoffice-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "boxoffice")
+	if out, err := exec.Command("go", "build", "-o", binary, "../web").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build boxoffice: %v\n%s", err, out)
+		return 1
+	}
+	driver := os.Getenv("PLAYWRIGHT_DRIVER_PATH")
+	chromium := os.Getenv("CHROMIUM_PATH")
+	if driver == "" || chromium == "" {
+		fmt.Fprintln(os.Stderr, "e2e: PLAYWRIGHT_DRIVER_PATH and CHROMIUM_PATH are not set: run the browser tests with `make test` or `make e2e`")
+		return 1
+	}
+	pw, err := playwright.Run(&playwright.RunOptions{DriverDirectory: driver, SkipInstallBrowsers: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "start Playwright: %v\n", err)
+		return 1
+	}
+	defer pw.Stop()
+	browser, err = pw.Chromium.Launch(playwright.BrowserTypeLaunchOptions{
+		ExecutablePath: playwright.String(chromium),
+		Headless:       playwright.Bool(true),
+		Args: []string{"--no-sandbox", "--disable-gpu", "--disable-background-networking",
+			"--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"},
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "launch Chromium: %v\n", err)
+		return 1
+	}
+	defer browser.Close()
+	return m.Run()
+}
+
+// app is one running boxoffice binary.
+type app struct {
+	URL         string
+	DatabaseURL string
+	RedisPrefix string
+}
+
+// startApp runs the binary on a free port with its own database and Redis
+// prefix, waits until /readyz answers, and stops it (SIGTERM) when t ends.
+// env adds variables ("NAME=value").
+func startApp(t *testing.T, env ...string) *app {
+	t.Helper()
+	port := freePort(t)
+	a := &app{
+		URL:         fmt.Sprintf("http://127.0.0.1:%d", port),
+		DatabaseURL: storetest.NewDatabaseURL(t),
+		RedisPrefix: storetest.NewRedisPrefix(),
+	}
+	cmd := exec.Command(binary, "serve")
+	cmd.Env = append(os.Environ(),
+		fmt.Sprintf("ADDR=127.0.0.1:%d", port), "BASE_URL="+a.URL, "DATABASE_URL="+a.DatabaseURL,
+		"REDIS_URL="+storetest.RedisURL(), "REDIS_PREFIX="+a.RedisPrefix, "LOG_LEVEL=warn")
+	cmd.Env = append(cmd.Env, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start boxoffice: %v", err)
+	}
+	go func() { // the server's warnings and errors, in the test's log
+		s := bufio.NewScanner(stderr)
+		for s.Scan() {
+			t.Log("server:", s.Text())
+		}
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("boxoffice exited with %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Error("boxoffice did not stop within 20 s of SIGINT")
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		resp, err := http.Get(a.URL + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return a
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("boxoffice did not become ready at %s", a.URL)
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// newPage opens a page in a fresh browser context (its own cookies), closed
+// when t ends.
+func newPage(t *testing.T) playwright.Page {
+	t.Helper()
+	bctx, err := browser.NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bctx.Close() })
+	page, err := bctx.NewPage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.SetDefaultTimeout(10000)
+	return page
+}
+
+// screenshot saves the page as e2e/screenshots/<name>.png (git-ignored), for
+// people to look at what the tests saw.
+func screenshot(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	if _, err := page.Screenshot(playwright.PageScreenshotOptions{
+		Path:     playwright.String(filepath.Join("screenshots", name+".png")),
+		FullPage: playwright.Bool(true),
+	}); err != nil {
+		t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+// must fails the test on err, naming what was being done.
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// text returns the trimmed text of the element with data-testid=id.
+func text(t *testing.T, page playwright.Page, id string) string {
+	t.Helper()
+	s, err := page.GetByTestId(id).First().TextContent()
+	must(t, "read "+id, err)
+	return strings.TrimSpace(s)
+}

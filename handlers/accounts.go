@@ -1,0 +1,86 @@
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+)
+
+// handleSignupPage handles GET /signup.
+func (s *Server) handleSignupPage(c echo.Context) error {
+	return render(c, http.StatusOK, views.SignupPage(views.SignupForm{}))
+}
+
+// handleSignup handles POST /signup: 303 to / with a new session, or 422 with
+// every reason at once and nothing written.
+func (s *Server) handleSignup(c echo.Context) error {
+	in := boxoffice.Signup{
+		Email:    c.FormValue("email"),
+		Password: c.FormValue("password"),
+		Name:     c.FormValue("name"),
+	}
+	a, err := s.Accounts.CreateAccount(c.Request().Context(), in)
+	if boxoffice.ErrorCode(err) == boxoffice.EINVALID && !wantsJSON(c) {
+		var e *boxoffice.Error
+		errors.As(err, &e)
+		return render(c, http.StatusUnprocessableEntity, views.SignupPage(views.SignupForm{Email: in.Email, Name: in.Name, Errors: e.Fields}))
+	} else if err != nil {
+		return err
+	}
+	if err := s.startSession(c.Request().Context(), a); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// handleLoginPage handles GET /login.
+func (s *Server) handleLoginPage(c echo.Context) error {
+	return render(c, http.StatusOK, views.LoginPage(views.LoginForm{Next: localPath(c.QueryParam("next"))}))
+}
+
+// handleLogin handles POST /login: 303 to ?next (a local path) with a fresh
+// session id, or 401 with the form again.
+func (s *Server) handleLogin(c echo.Context) error {
+	email, next := c.FormValue("email"), localPath(c.FormValue("next"))
+	a, err := s.Accounts.Authenticate(c.Request().Context(), email, c.FormValue("password"))
+	if boxoffice.ErrorCode(err) == boxoffice.EUNAUTHORIZED && !wantsJSON(c) {
+		return render(c, http.StatusUnauthorized, views.LoginPage(views.LoginForm{Email: email, Error: boxoffice.ErrorMessage(err), Next: next}))
+	} else if err != nil {
+		return err
+	}
+	if err := s.startSession(c.Request().Context(), a); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// handleLogout handles POST /logout: the session is destroyed.
+func (s *Server) handleLogout(c echo.Context) error {
+	if err := s.Sessions.Destroy(c.Request().Context()); err != nil {
+		return fmt.Errorf("destroy session: %w", err)
+	}
+	return c.Redirect(http.StatusSeeOther, "/")
+}
+
+// startSession renews the session id (against session fixation) and stores
+// the account and a new random session key, which entry tokens are bound to.
+func (s *Server) startSession(ctx context.Context, a *boxoffice.Account) error {
+	if err := s.Sessions.RenewToken(ctx); err != nil {
+		return fmt.Errorf("renew session: %w", err)
+	}
+	key := make([]byte, 16)
+	rand.Read(key)
+	s.Sessions.Put(ctx, sessAccountID, a.ID)
+	s.Sessions.Put(ctx, sessEmail, a.Email)
+	s.Sessions.Put(ctx, sessName, a.Name)
+	s.Sessions.Put(ctx, sessRole, a.Role)
+	s.Sessions.Put(ctx, sessSessionKey, hex.EncodeToString(key))
+	return nil
+}

@@ -1,0 +1,139 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+)
+
+// statuses maps each error code of the contract to its HTTP status.
+var statuses = map[string]int{
+	boxoffice.EBADREQUEST:    http.StatusBadRequest,
+	boxoffice.EBADSEAT:       http.StatusBadRequest,
+	boxoffice.EUNAUTHORIZED:  http.StatusUnauthorized,
+	boxoffice.EFORBIDDEN:     http.StatusForbidden,
+	boxoffice.ENOENTRYTOKEN:  http.StatusForbidden,
+	boxoffice.ENOTFOUND:      http.StatusNotFound,
+	boxoffice.ENOTINQUEUE:    http.StatusNotFound,
+	boxoffice.ECONFLICT:      http.StatusConflict,
+	boxoffice.EQUEUENOTOPEN:  http.StatusConflict,
+	boxoffice.ESEATTAKEN:     http.StatusConflict,
+	boxoffice.ENOHOLDS:       http.StatusConflict,
+	boxoffice.ETOOLARGE:      http.StatusRequestEntityTooLarge,
+	boxoffice.EINVALID:       http.StatusUnprocessableEntity,
+	boxoffice.ELIMITEXCEEDED: http.StatusUnprocessableEntity,
+	boxoffice.ERATELIMITED:   http.StatusTooManyRequests,
+	boxoffice.EINTERNAL:      http.StatusInternalServerError,
+	boxoffice.EUNAVAILABLE:   http.StatusServiceUnavailable,
+}
+
+// echoErrors turns echo's own errors (unknown route, wrong method, body too
+// large) into the contract's codes and messages.
+var echoErrors = map[int]*boxoffice.Error{
+	http.StatusNotFound:              {Code: boxoffice.ENOTFOUND, Message: "There is no page at this address."},
+	http.StatusMethodNotAllowed:      {Code: boxoffice.EBADREQUEST, Message: "This address does not take that kind of request."},
+	http.StatusRequestEntityTooLarge: {Code: boxoffice.ETOOLARGE, Message: "The request is too large."},
+	http.StatusBadRequest:            {Code: boxoffice.EBADREQUEST, Message: "The request could not be read."},
+	http.StatusForbidden:             {Code: boxoffice.EFORBIDDEN, Message: "You may not do that."},
+	http.StatusUnauthorized:          {Code: boxoffice.EUNAUTHORIZED, Message: "Please log in first."},
+}
+
+// handleError is echo's HTTPErrorHandler: it maps err's code to a status,
+// shows people only the error's message, logs only 5xx, and answers JSON, an
+// htmx fragment or a page, as the request asks (CONTRACT.md "Errors").
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	err = fromEcho(err)
+	code, status := boxoffice.ErrorCode(err), statusOf(err)
+	if status == http.StatusServiceUnavailable {
+		s.Logger.Warn("service unavailable", "path", c.Request().URL.Path, "err", err)
+	} else if status >= 500 {
+		s.Logger.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
+	}
+	msg := boxoffice.ErrorMessage(err)
+	if status == http.StatusServiceUnavailable {
+		c.Response().Header().Set("Retry-After", "5")
+	}
+	var rerr error
+	switch {
+	case wantsJSON(c):
+		body := map[string]any{"error": code, "message": msg}
+		var e *boxoffice.Error
+		if errors.As(err, &e) {
+			for k, v := range e.Details {
+				body[k] = v
+			}
+			if len(e.Fields) > 0 {
+				body["fields"] = e.Fields
+			}
+		}
+		rerr = c.JSON(status, body)
+	case isHTMX(c):
+		rerr = render(c, status, views.ErrorFragment(msg))
+	default:
+		rerr = render(c, status, views.ErrorPage(status, msg))
+	}
+	if rerr != nil {
+		s.Logger.Error("write error response", "err", rerr)
+	}
+}
+
+// errServiceDown is what people see when PostgreSQL or Redis does not answer.
+var errServiceDown = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The box office is briefly unavailable. Please try again in a few seconds.")
+
+// fromEcho replaces echo's own errors with the contract's, and a failure to
+// reach PostgreSQL or Redis (a network error) with EUNAVAILABLE.
+func fromEcho(err error) error {
+	var he *echo.HTTPError
+	var netErr *net.OpError
+	switch {
+	case errors.As(err, &he):
+		if mapped, ok := echoErrors[he.Code]; ok {
+			return mapped
+		}
+	case errors.As(err, &netErr):
+		return fmt.Errorf("%w (%w)", errServiceDown, err)
+	}
+	return err
+}
+
+// statusOf returns the HTTP status for err's code (500 for unknown errors).
+func statusOf(err error) int {
+	if status, ok := statuses[boxoffice.ErrorCode(fromEcho(err))]; ok {
+		return status
+	}
+	return http.StatusInternalServerError
+}
+
+// render writes component as an HTML response with the given status.
+func render(c echo.Context, status int, component templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return component.Render(c.Request().Context(), c.Response())
+}
+
+// wantsJSON reports whether the request asks for JSON (Accept:
+// application/json), as the contract's JSON routes answer.
+func wantsJSON(c echo.Context) bool {
+	for part := range strings.SplitSeq(c.Request().Header.Get(echo.HeaderAccept), ",") {
+		mediaType, _, _ := strings.Cut(part, ";")
+		if strings.TrimSpace(mediaType) == echo.MIMEApplicationJSON {
+			return true
+		}
+	}
+	return false
+}
+
+// isHTMX reports whether htmx sent the request (it swaps a fragment).
+func isHTMX(c echo.Context) bool {
+	return c.Request().Header.Get("HX-Request") == "true"
+}

@@ -1,0 +1,116 @@
+package handlers_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/alexedwards/scs/goredisstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/crypto/bcrypt"
+)
+
+// testApp is a Server on real PostgreSQL and Redis behind httptest.
+type testApp struct {
+	*httptest.Server
+	DB    *store.DB
+	Redis *store.Redis
+}
+
+func newTestApp(t *testing.T) *testApp {
+	t.Helper()
+	db := storetest.MustOpenDB(t)
+	rdb := storetest.MustOpenRedis(t)
+	sessions := scs.New()
+	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
+	sessions.Cookie.Name = "boxoffice_session"
+	stopping, stop := context.WithCancel(context.Background())
+	srv := &handlers.Server{
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sessions: sessions,
+		Accounts: &store.Accounts{DB: db, Cost: bcrypt.MinCost},
+		Ready:    map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Metrics:  prometheus.NewRegistry(),
+		Stopping: stopping,
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { stop(); ts.Close() })
+	return &testApp{Server: ts, DB: db, Redis: rdb}
+}
+
+// client is a browser-like client with its own cookie jar that does not
+// follow redirects, so tests can assert on 303s.
+type client struct {
+	*http.Client
+	t    *testing.T
+	base string
+}
+
+func (a *testApp) newClient(t *testing.T) *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{
+		Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		t:      t,
+		base:   a.URL,
+	}
+}
+
+// do sends a request with optional form values and headers ("Name: value").
+func (c *client) do(method, path string, form url.Values, headers ...string) *http.Response {
+	c.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, c.base+path, body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// doc parses an HTML response.
+func doc(t *testing.T, resp *http.Response) *goquery.Document {
+	t.Helper()
+	d, err := goquery.NewDocumentFromReader(resp.Body)
+	if err != nil {
+		t.Fatalf("parse HTML: %v", err)
+	}
+	return d
+}
+
+// testid returns the trimmed text of the elements with data-testid=id.
+func testid(d *goquery.Document, id string) string {
+	return strings.TrimSpace(d.Find(`[data-testid="` + id + `"]`).Text())
+}
+
+func wantStatus(t *testing.T, resp *http.Response, want int) {
+	t.Helper()
+	if resp.StatusCode != want {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("%s %s: status %d, want %d; body: %.500s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, want, b)
+	}
+}

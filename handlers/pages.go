@@ -1,0 +1,66 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/static"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+)
+
+// handleHome handles GET /: the events on sale and coming up.
+func (s *Server) handleHome(c echo.Context) error {
+	events, err := s.Events.FindEvents(c.Request().Context(), boxoffice.EventFilter{
+		Statuses: []string{boxoffice.EventOnSale},
+		Upcoming: true,
+	})
+	if err != nil {
+		return err
+	}
+	if wantsJSON(c) {
+		out := make([]map[string]any, 0, len(events))
+		for _, e := range events {
+			out = append(out, map[string]any{
+				"id": e.ID, "title": e.Title, "venue": e.VenueName, "starts_at": e.StartsAt,
+				"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt, "status": e.Status,
+			})
+		}
+		return c.JSON(http.StatusOK, map[string]any{"events": out})
+	}
+	return render(c, http.StatusOK, views.Home(events))
+}
+
+// handleHealthz handles GET /healthz: 200 while the process runs.
+func handleHealthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok")
+}
+
+// handleReadyz handles GET /readyz: 200 when every service answers within a
+// second, 503 naming the ones that do not.
+func (s *Server) handleReadyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), time.Second)
+	defer cancel()
+	down := map[string]string{}
+	for name, p := range s.Ready {
+		if err := p.Ping(ctx); err != nil {
+			down[name] = err.Error()
+		}
+	}
+	if len(down) > 0 {
+		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "down": down})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// staticFiles serves the embedded CSS, scripts and favicon (GET and HEAD),
+// cached for a day: their content changes only with a deploy.
+func staticFiles() echo.HandlerFunc {
+	files := http.FileServerFS(static.FS)
+	return echo.WrapHandler(http.StripPrefix("/static", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(w, r)
+	})))
+}

@@ -1,0 +1,69 @@
+// Package handlers is boxoffice's HTTP layer: the route table, middleware,
+// the one error handler that maps error codes to statuses, and handlers that
+// parse a request, authorize it, call one store or domain method and render a
+// templ view or JSON (CONTRACT.md).
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/static"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// MaxBodyBytes is the largest request body accepted (413 above it); seat-map
+// imports have their own, larger limit.
+const MaxBodyBytes = 64 << 10
+
+// Pinger reports whether a backing service answers; /readyz asks each.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Server holds what the handlers need. Set the fields, then call Handler.
+type Server struct {
+	Logger   *slog.Logger
+	Sessions *scs.SessionManager
+	Accounts boxoffice.AccountService
+	Events   boxoffice.EventService
+	// Ready lists the services /readyz checks, by name.
+	Ready map[string]Pinger
+	// Metrics is the registry /metrics serves.
+	Metrics *prometheus.Registry
+	// Stopping is cancelled when the server begins to shut down, so that
+	// long-lived responses (SSE streams) end and the drain can finish.
+	Stopping context.Context
+}
+
+// Handler builds the route table and returns the HTTP handler.
+func (s *Server) Handler() http.Handler {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	s.Sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
+		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
+	}
+
+	e.Use(s.recover, s.metricsMiddleware(), middleware.BodyLimit("64K"), crossOriginProtection())
+	e.GET("/healthz", handleHealthz)
+	e.GET("/readyz", s.handleReadyz)
+	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles())
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/favicon.ico", echo.WrapHandler(http.FileServerFS(static.FS)))
+
+	app := e.Group("", echo.WrapMiddleware(s.Sessions.LoadAndSave), s.loadAccount)
+	app.GET("/", s.handleHome)
+	app.GET("/signup", s.handleSignupPage)
+	app.POST("/signup", s.handleSignup)
+	app.GET("/login", s.handleLoginPage)
+	app.POST("/login", s.handleLogin)
+	app.POST("/logout", s.handleLogout)
+	return e
+}

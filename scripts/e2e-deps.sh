@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Installs what the browser tests need without downloading any browser or
+# driver from outside the package registries, and prints the environment
+# they read as shell assignments (the Makefile evals them):
+#   - Debian's chromium (apt-get, where it is missing and we are root);
+#   - Node.js (likewise), which runs the Playwright driver;
+#   - the npm package playwright-core at exactly the version playwright-go
+#     expects, unpacked into .cache/ (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { echo "e2e-deps: $*" >&2; }
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+apt_install() {
+  say "installing $* with apt-get"
+  { apt-get install -y -qq --no-install-recommends "$@" || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"; }; } >&2
+}
+
+CHROMIUM=${CHROMIUM_PATH:-$(command -v chromium || true)}
+if [ -z "$CHROMIUM" ]; then
+  can_apt || { say "the browser tests need Chromium: install the chromium package"; exit 1; }
+  apt_install chromium
+  CHROMIUM=$(command -v chromium)
+fi
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  can_apt || { say "the browser tests need Node.js and npm: install the nodejs and npm packages"; exit 1; }
+  apt_install nodejs npm
+fi
+
+module=github.com/playwright-community/playwright-go
+dir=$(go list -m -f '{{.Dir}}' "$module")
+version=$(sed -n 's/^const playwrightCliVersion = "\(.*\)"$/\1/p' "$dir/run.go")
+[ -n "$version" ] || { say "cannot read the driver version from $dir/run.go"; exit 1; }
+driver="$PWD/.cache/playwright-driver-$version"
+if [ ! -f "$driver/package/cli.js" ]; then
+  say "fetching playwright-core@$version from the npm registry"
+  mkdir -p "$driver"
+  tgz=$(cd "$driver" && npm pack --silent "playwright-core@$version")
+  tar xzf "$driver/$tgz" -C "$driver"
+  rm "$driver/$tgz"
+fi
+echo "export PLAYWRIGHT_DRIVER_PATH='$driver' PLAYWRIGHT_NODEJS_PATH='$(command -v node)' CHROMIUM_PATH='$CHROMIUM'"

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Makes sure PostgreSQL and Redis answer, and prints the DATABASE_URL and
+# REDIS_URL to use as shell assignments (the Makefile evals them).
+#
+# For each service: if something answers at the configured address (the
+# defaults are 127.0.0.1:5432 and 127.0.0.1:6379), it is used. Otherwise, if
+# the server programs are installed, a private instance is started under
+# .data/ on a free port (and reused by later runs). If they are missing and
+# this is a Debian-like machine where we are root, they are installed with
+# apt-get. Otherwise it stops with one sentence naming what to install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DATA="$PWD/.data"
+DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/boxoffice}"
+REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
+
+say() { echo "services: $*" >&2; }
+
+# answers HOST PORT: true if something accepts TCP connections there.
+answers() { (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; }
+
+free_port() {
+  local p
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 40000))
+    answers 127.0.0.1 "$p" || { echo "$p"; return; }
+  done
+  say "no free port found"; exit 1
+}
+
+can_apt() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; }
+
+apt_install() {
+  say "installing $* with apt-get"
+  if ! { apt-get install -y -qq --no-install-recommends "$@" || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"; }; } >&2; then
+    say "apt-get could not install $*"; exit 1
+  fi
+}
+
+# host_port URL: prints "host port" of a postgres:// or redis:// URL.
+host_port() {
+  local rest=${1#*://}
+  rest=${rest#*@}
+  rest=${rest%%/*}
+  local host=${rest%%:*} port=${rest##*:}
+  [ "$port" = "$rest" ] && port=$2
+  echo "$host $port"
+}
+
+pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
+
+ensure_postgres() {
+  read -r host port < <(host_port "$DATABASE_URL" 5432)
+  if answers "$host" "$port"; then return; fi
+  if [ -f "$DATA/postgres/port" ] && answers 127.0.0.1 "$(cat "$DATA/postgres/port")"; then
+    DATABASE_URL="postgres://postgres@127.0.0.1:$(cat "$DATA/postgres/port")/boxoffice"; return
+  fi
+  if [ -z "$(pg_bin)" ]; then
+    can_apt || { say "PostgreSQL does not answer at $host:$port and is not installed: install PostgreSQL 15 or newer (the postgresql package)"; exit 1; }
+    apt_install postgresql
+  fi
+  local bin; bin=$(pg_bin)
+  local dir="$DATA/postgres" run=()
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; run=(runuser -u postgres --); fi
+  if [ ! -f "$dir/db/PG_VERSION" ]; then
+    say "initialising a private PostgreSQL in $dir/db"
+    "${run[@]}" "$bin/initdb" -D "$dir/db" -U postgres -A trust >/dev/null
+  fi
+  port=$(free_port)
+  say "starting a private PostgreSQL on 127.0.0.1:$port"
+  "${run[@]}" "$bin/pg_ctl" -D "$dir/db" -l "$dir/log" -w -o "-p $port -c listen_addresses=127.0.0.1 -k $dir" start >/dev/null
+  echo "$port" >"$dir/port"
+  DATABASE_URL="postgres://postgres@127.0.0.1:$port/boxoffice"
+}
+
+ensure_redis() {
+  read -r host port < <(host_port "$REDIS_URL" 6379)
+  if answers "$host" "$port"; then return; fi
+  if [ -f "$DATA/redis/port" ] && answers 127.0.0.1 "$(cat "$DATA/redis/port")"; then
+    REDIS_URL="redis://127.0.0.1:$(cat "$DATA/redis/port")/0"; return
+  fi
+  if ! command -v redis-server >/dev/null; then
+    can_apt || { say "Redis does not answer at $host:$port and is not installed: install Redis 7 (the redis-server package)"; exit 1; }
+    apt_install redis-server
+  fi
+  mkdir -p "$DATA/redis"
+  port=$(free_port)
+  say "starting a private Redis on 127.0.0.1:$port"
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+    --pidfile "$DATA/redis/redis.pid" --dir "$DATA/redis" --logfile "$DATA/redis/log" >/dev/null
+  for _ in $(seq 1 50); do answers 127.0.0.1 "$port" && break; sleep 0.1; done
+  echo "$port" >"$DATA/redis/port"
+  REDIS_URL="redis://127.0.0.1:$port/0"
+}
+
+ensure_postgres
+ensure_redis
+echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL'"

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config is the binary's configuration, read once from the environment
+// (CONTRACT.md "The binary"). Every field has a default that works on a
+// developer machine.
+type Config struct {
+	Addr          string        // ADDR: listen address, host:port
+	BaseURL       string        // BASE_URL: the site's public URL; cookies are Secure when https
+	DatabaseURL   string        // DATABASE_URL: postgres://...
+	RedisURL      string        // REDIS_URL: redis://host:port/db
+	RedisPrefix   string        // REDIS_PREFIX: prepended to every Redis key
+	PGProvider    string        // PG_PROVIDER: "sandbox" (built in) or "toss"
+	PGBaseURL     string        // PG_BASE_URL: the PG API's base URL
+	PGSecretKey   string        // PG_SECRET_KEY: the PG API's secret key
+	SessionSecret string        // SESSION_SECRET: signs ticket codes; 32+ characters
+	LogLevel      string        // LOG_LEVEL: debug, info, warn or error
+	AdmissionTick time.Duration // ADMISSION_TICK: how often the admitter admits a batch
+}
+
+// Dev defaults of the secrets, refused when BASE_URL is https (a real site).
+const (
+	devSandboxKey    = "test_sk_boxoffice_sandbox"
+	devSessionSecret = "dev-only-session-secret-change-me-please"
+)
+
+// LoadConfig reads the configuration through getenv and validates it,
+// returning one error that names every bad variable at once.
+func LoadConfig(getenv func(string) string) (Config, error) {
+	get := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		Addr:          get("ADDR", ":8080"),
+		DatabaseURL:   get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/boxoffice"),
+		RedisURL:      get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+		RedisPrefix:   get("REDIS_PREFIX", "bo:"),
+		PGProvider:    get("PG_PROVIDER", "sandbox"),
+		SessionSecret: get("SESSION_SECRET", devSessionSecret),
+		LogLevel:      get("LOG_LEVEL", "info"),
+	}
+	var errs []error
+	bad := func(name, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+	}
+
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil || port == "" {
+		bad("ADDR", "want host:port such as :8080, got %q", c.Addr)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "localhost"
+	}
+	c.BaseURL = strings.TrimSuffix(get("BASE_URL", "http://"+net.JoinHostPort(host, port)), "/")
+	if u, err := url.Parse(c.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		bad("BASE_URL", "want an absolute http(s) URL such as http://localhost:8080, got %q", c.BaseURL)
+	}
+	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+		bad("DATABASE_URL", "want postgres://user@host:port/database, got %q", redact(c.DatabaseURL))
+	}
+	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		bad("REDIS_URL", "want redis://host:port/db, got %q", redact(c.RedisURL))
+	}
+	switch c.PGProvider {
+	case "sandbox":
+		c.PGBaseURL = get("PG_BASE_URL", c.BaseURL+"/sandbox-pg")
+		c.PGSecretKey = get("PG_SECRET_KEY", devSandboxKey)
+	case "toss":
+		c.PGBaseURL = get("PG_BASE_URL", "https://api.tosspayments.com")
+		c.PGSecretKey = get("PG_SECRET_KEY", "")
+		if c.PGSecretKey == "" {
+			bad("PG_SECRET_KEY", "required when PG_PROVIDER is toss")
+		}
+	default:
+		bad("PG_PROVIDER", "want sandbox or toss, got %q", c.PGProvider)
+	}
+	if u, err := url.Parse(c.PGBaseURL); c.PGBaseURL != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		bad("PG_BASE_URL", "want an absolute http(s) URL, got %q", c.PGBaseURL)
+	}
+	if len(c.SessionSecret) < 32 {
+		bad("SESSION_SECRET", "want at least 32 characters, got %d", len(c.SessionSecret))
+	}
+	if strings.HasPrefix(c.BaseURL, "https://") && c.SessionSecret == devSessionSecret {
+		bad("SESSION_SECRET", "set a secret of your own: the development default is public")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("LOG_LEVEL", "want debug, info, warn or error, got %q", c.LogLevel)
+	}
+	tick := get("ADMISSION_TICK", "1s")
+	if c.AdmissionTick, err = time.ParseDuration(tick); err != nil || c.AdmissionTick < 100*time.Millisecond || c.AdmissionTick > time.Minute {
+		bad("ADMISSION_TICK", "want a duration from 100ms to 1m such as 1s, got %q", tick)
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("bad configuration:\n  %w", joinLines(errs))
+	}
+	return c, nil
+}
+
+// LogAttrs lists the configuration for the log, secrets left out.
+func (c Config) LogAttrs() []any {
+	return []any{
+		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
+		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
+		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(),
+	}
+}
+
+// redact hides the password of a URL.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable)"
+	}
+	return u.Redacted()
+}
+
+func joinLines(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "\n  "))
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice/store/storetest"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfig_Defaults(t *testing.T) {
+	c, err := LoadConfig(env(nil))
+	if err != nil {
+		t.Fatalf("LoadConfig(empty) = %v, want the developer defaults", err)
+	}
+	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
+		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestLoadConfig_Bad(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want []string // every variable the error must name
+	}{
+		{map[string]string{"ADDR": "8080"}, []string{"ADDR"}},
+		{map[string]string{"DATABASE_URL": "mysql://x/y", "REDIS_URL": "localhost:6379"}, []string{"DATABASE_URL", "REDIS_URL"}},
+		{map[string]string{"PG_PROVIDER": "paypal"}, []string{"PG_PROVIDER"}},
+		{map[string]string{"PG_PROVIDER": "toss"}, []string{"PG_SECRET_KEY"}},
+		{map[string]string{"BASE_URL": "https://tickets.example"}, []string{"SESSION_SECRET"}},
+		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK"}},
+	}
+	for _, tt := range tests {
+		_, err := LoadConfig(env(tt.env))
+		if err == nil {
+			t.Errorf("LoadConfig(%v) = nil, want an error naming %v", tt.env, tt.want)
+			continue
+		}
+		for _, name := range tt.want {
+			if !strings.Contains(err.Error(), name+":") {
+				t.Errorf("LoadConfig(%v) = %q, want it to name %s", tt.env, err, name)
+			}
+		}
+	}
+}
+
+// The binary refuses a bad configuration with a message naming the variable,
+// before it touches any service.
+func TestRun_BadConfig(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"serve"}, env(map[string]string{"REDIS_URL": "nonsense"}), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL: want redis://host:port/db") {
+		t.Fatalf("run with a bad REDIS_URL = %v, want an error naming REDIS_URL", err)
+	}
+	if err := run(context.Background(), []string{"fly"}, env(nil), &stdout, &stderr); err == nil || !strings.Contains(err.Error(), `unknown command "fly"`) {
+		t.Fatalf("run fly = %v, want unknown command", err)
+	}
+}
+
+// With Redis unreachable the binary still starts, and /readyz says 503 until
+// Redis answers; /healthz stays 200.
+func TestRun_ReadyzWithoutRedis(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close() // nothing listens there now
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, nil, env(map[string]string{
+			"ADDR":         fmt.Sprintf("127.0.0.1:%d", port),
+			"DATABASE_URL": storetest.NewDatabaseURL(t),
+			"REDIS_URL":    "redis://" + deadAddr + "/0",
+			"LOG_LEVEL":    "error",
+		}), io.Discard, io.Discard)
+	}()
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	status := func(path string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		req.AddCookie(&http.Cookie{Name: "boxoffice_session", Value: "a-session-in-redis"})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for deadline := time.Now().Add(30 * time.Second); status("/healthz") != http.StatusOK; {
+		if time.Now().After(deadline) {
+			t.Fatal("the binary did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := status("/readyz"); got != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with Redis down = %d, want 503", got)
+	}
+	if got := status("/login"); got != http.StatusServiceUnavailable {
+		t.Errorf("a page that needs the session store with Redis down = %d, want 503", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("run after cancel = %v, want a clean shutdown", err)
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/goredisstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// shutdownGrace is how long in-flight requests get to finish after SIGTERM.
+const shutdownGrace = 15 * time.Second
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// openStores opens PostgreSQL (creating and migrating the database, waiting
+// up to 30 s for the server to answer) and Redis (which may still be down:
+// /readyz reports it, and requests that need it answer 503).
+func openStores(ctx context.Context, cfg Config, logger *slog.Logger) (*store.DB, *store.Redis, error) {
+	var db *store.DB
+	var err error
+	for wait := time.Now().Add(30 * time.Second); ; {
+		if db, err = store.OpenDB(ctx, cfg.DatabaseURL); err == nil || time.Now().After(wait) || ctx.Err() != nil {
+			break
+		}
+		logger.Warn("PostgreSQL does not answer yet; retrying", "err", err)
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("PostgreSQL at %s: %w", redact(cfg.DatabaseURL), err)
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	rdb, err := store.NewRedis(cfg.RedisURL, cfg.RedisPrefix)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	if err := rdb.Ping(ctx); err != nil {
+		logger.Warn("Redis does not answer yet; serving 503 where it is needed", "err", err)
+	}
+	return db, rdb, nil
+}
+
+// serve runs the site until ctx is cancelled, then shuts down gracefully:
+// stop accepting, end SSE streams, drain in-flight requests, close pools.
+func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Writer) error {
+	logger.Info("starting", cfg.LogAttrs()...)
+	db, rdb, err := openStores(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	defer rdb.Close()
+
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	sessions := scs.New()
+	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, cfg.RedisPrefix+"session:")
+	sessions.Lifetime = 24 * time.Hour
+	sessions.IdleTimeout = 4 * time.Hour
+	sessions.Cookie.Name = "boxoffice_session"
+	sessions.Cookie.HttpOnly = true
+	sessions.Cookie.SameSite = http.SameSiteLaxMode
+	sessions.Cookie.Secure = strings.HasPrefix(cfg.BaseURL, "https://")
+
+	stopping, stop := context.WithCancel(context.Background())
+	defer stop()
+	srv := &handlers.Server{
+		Logger:   logger,
+		Sessions: sessions,
+		Accounts: &store.Accounts{DB: db},
+		Ready:    map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Metrics:  registry,
+		Stopping: stopping,
+	}
+	httpServer := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	fmt.Fprintf(stdout, "boxoffice is listening on %s (open %s)\n", ln.Addr(), cfg.BaseURL)
+
+	served := make(chan error, 1)
+	go func() { served <- httpServer.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining requests")
+	stop()
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := httpServer.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// migrate applies the migrations and exits.
+func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
+	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+// createAdmin makes an admin account from --email, --password and --name.
+func createAdmin(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("create-admin", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	email := fs.String("email", "", "the admin's e-mail address")
+	password := fs.String("password", "", "the admin's password, 8 characters or more")
+	name := fs.String("name", "Admin", "the admin's name")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("create-admin: %w (want --email E --password P [--name N])", err)
+	}
+	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	a, err := (&store.Accounts{DB: db}).CreateAccount(ctx, boxoffice.Signup{Email: *email, Password: *password, Name: *name, Role: boxoffice.RoleAdmin})
+	var e *boxoffice.Error
+	if errors.As(err, &e) && len(e.Fields) > 0 {
+		var reasons []string
+		for field, reason := range e.Fields {
+			reasons = append(reasons, field+": "+reason)
+		}
+		return fmt.Errorf("create-admin: %s", strings.Join(reasons, "; "))
+	} else if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "admin %s created (account %d)\n", a.Email, a.ID)
+	return nil
+}
