@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
@@ -37,6 +38,8 @@ type Server struct {
 	Ready map[string]Pinger
 	// Metrics is the registry /metrics serves.
 	Metrics *prometheus.Registry
+	// Now returns the current time (time.Now when nil); tests fix it.
+	Now func() time.Time
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
@@ -44,6 +47,9 @@ type Server struct {
 
 // Handler builds the route table and returns the HTTP handler.
 func (s *Server) Handler() http.Handler {
+	if s.Now == nil {
+		s.Now = time.Now
+	}
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -60,6 +66,7 @@ func (s *Server) Handler() http.Handler {
 
 	app := e.Group("", echo.WrapMiddleware(s.Sessions.LoadAndSave), s.loadAccount)
 	app.GET("/", s.handleHome)
+	app.GET("/events/:id", s.handleEvent)
 	app.GET("/signup", s.handleSignupPage)
 	app.POST("/signup", s.handleSignup)
 	app.GET("/login", s.handleLoginPage)

@@ -32,3 +32,20 @@ func TestLocalTime(t *testing.T) {
 		t.Errorf("LocalTime(Seoul) = %q, want %q", got, want)
 	}
 }
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{-time.Second, "0 s"},
+		{12 * time.Second, "12 s"},
+		{4*time.Minute + 9*time.Second, "4 min 09 s"},
+		{2*time.Hour + 5*time.Minute + 30*time.Second, "2 h 05 min"},
+	}
+	for _, tt := range tests {
+		if got := Duration(tt.d); got != tt.want {
+			t.Errorf("Duration(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
