@@ -19,15 +19,27 @@ import (
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
 )
 
 // shutdownGrace is how long in-flight requests get to finish after SIGTERM.
 const shutdownGrace = 15 * time.Second
 
+// newLogger returns the JSON logger at level, and routes go-redis's own log
+// lines (dial failures while Redis is down) into it as warnings.
 func newLogger(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	logger := slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	redis.SetLogger(redisLogger{logger})
+	return logger
+}
+
+// redisLogger adapts slog to go-redis's logging interface.
+type redisLogger struct{ l *slog.Logger }
+
+func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	r.l.WarnContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }
 
 // openStores opens PostgreSQL (creating and migrating the database, waiting
