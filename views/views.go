@@ -6,52 +6,30 @@
 package views
 
 import (
+	"math"
 	"strconv"
-	"strings"
 	"time"
+
+	"golang.org/x/text/currency"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
-// Money formats an amount in the currency's minor unit for people: KRW and
-// JPY have no minor unit ("150,000원"-style grouping, shown as "₩150,000"),
-// others have two decimals ("USD 12.50").
-func Money(amount int64, currency string) string {
-	switch currency {
-	case "KRW":
-		return "₩" + group(amount)
-	case "JPY":
-		return "¥" + group(amount)
+// Money formats an amount in the minor unit of an ISO 4217 currency for
+// people, with the currency's symbol, its standard number of decimals and
+// thousands separators (golang.org/x/text/currency): 150000 KRW is
+// "₩ 150,000" (KRW has no minor unit), 1250 USD is "$ 12.50". An unknown code
+// is written before the plain number.
+func Money(amount int64, code string) string {
+	unit, err := currency.ParseISO(code)
+	if err != nil {
+		return code + " " + strconv.FormatInt(amount, 10)
 	}
-	sign := ""
-	if amount < 0 {
-		sign, amount = "-", -amount
-	}
-	return currency + " " + sign + group(amount/100) + "." + leftPad(strconv.FormatInt(amount%100, 10), 2)
+	scale, _ := currency.Standard.Rounding(unit)
+	return moneyPrinter.Sprint(currency.Symbol(unit.Amount(float64(amount) / math.Pow10(scale))))
 }
 
-// group writes n with a comma between each group of three digits.
-func group(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func leftPad(s string, n int) string {
-	for len(s) < n {
-		s = "0" + s
-	}
-	return s
-}
+var moneyPrinter = message.NewPrinter(language.English)
 
 // LocalTime formats t in the IANA zone for people, naming the zone
 // ("Mon 1 Dec 2026, 20:00 KST").

@@ -11,13 +11,14 @@ func TestMoney(t *testing.T) {
 		currency string
 		want     string
 	}{
-		{150000, "KRW", "₩150,000"},
-		{0, "KRW", "₩0"},
-		{999, "KRW", "₩999"},
-		{1234567, "KRW", "₩1,234,567"},
-		{1250, "USD", "USD 12.50"},
-		{5, "EUR", "EUR 0.05"},
-		{-1250, "USD", "USD -12.50"},
+		{150000, "KRW", "₩ 150,000"},
+		{0, "KRW", "₩ 0"},
+		{999, "KRW", "₩ 999"},
+		{1234567, "KRW", "₩ 1,234,567"},
+		{1250, "USD", "$ 12.50"},
+		{5, "EUR", "€ 0.05"},
+		{-1250, "USD", "$ -12.50"},
+		{100, "XYZ", "XYZ 100"},
 	}
 	for _, tt := range tests {
 		if got := Money(tt.amount, tt.currency); got != tt.want {

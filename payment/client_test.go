@@ -1,0 +1,112 @@
+package payment_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+
+	"github.com/boxoffice/boxoffice/payment"
+)
+
+func TestClient_CheckoutURL(t *testing.T) {
+	for _, base := range []string{"http://127.0.0.1:8080/sandbox-pg", "http://127.0.0.1:8080/sandbox-pg/"} {
+		c := payment.Client{BaseURL: base}
+		raw := c.CheckoutURL("order_A-1", 154000, "R석 2매 & more", "https://x.example/s?a=1", "https://x.example/f")
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatalf("CheckoutURL %q: %v", raw, err)
+		}
+		if u.Path != "/sandbox-pg/checkout" {
+			t.Errorf("path %q, want /sandbox-pg/checkout", u.Path)
+		}
+		want := url.Values{"orderId": {"order_A-1"}, "amount": {"154000"}, "orderName": {"R석 2매 & more"},
+			"successUrl": {"https://x.example/s?a=1"}, "failUrl": {"https://x.example/f"}}
+		if got := u.Query(); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("query %v, want %v", got, want)
+		}
+	}
+}
+
+// TestClient_AnswersTheSandboxNeverGives checks how the client reads answers
+// a real PG or a proxy in front of it may give.
+func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		body      string
+		code      string // "" when the answer is not an *APIError
+		temporary bool
+	}{
+		{"ProxyPage", http.StatusBadGateway, "<html>502 Bad Gateway</html>", "", true},
+		{"ProviderError", http.StatusBadRequest, `{"code":"PROVIDER_ERROR","message":"temporary"}`, payment.CodeProviderError, true},
+		{"ServerError", http.StatusInternalServerError, `{"code":"FAILED_INTERNAL_SYSTEM_PROCESSING","message":"x"}`, "FAILED_INTERNAL_SYSTEM_PROCESSING", true},
+		{"TooManyRequests", http.StatusTooManyRequests, `{"code":"TOO_MANY_REQUESTS","message":"x"}`, "TOO_MANY_REQUESTS", true},
+		{"StoppedCard", http.StatusBadRequest, `{"code":"INVALID_STOPPED_CARD","message":"x"}`, payment.CodeInvalidStoppedCard, false},
+		{"UnreadablePayment", http.StatusOK, `{"paymentKey":`, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tt.status)
+				fmt.Fprint(w, tt.body)
+			}))
+			defer srv.Close()
+			c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+			p, err := c.Confirm(context.Background(), "pk", "order-1", 1000)
+			if p != nil || err == nil {
+				t.Fatalf("Confirm = %+v, %v; want an error", p, err)
+			}
+			var apiErr *payment.APIError
+			if isAPI := errors.As(err, &apiErr); isAPI != (tt.status != http.StatusOK) {
+				t.Fatalf("error %v: *APIError %v, want %v", err, isAPI, tt.status != http.StatusOK)
+			}
+			if apiErr != nil && (apiErr.Status != tt.status || apiErr.Code != tt.code) {
+				t.Fatalf("APIError %+v, want status %d code %q", apiErr, tt.status, tt.code)
+			}
+			if got := payment.IsTemporary(err); got != tt.temporary {
+				t.Fatalf("IsTemporary(%v) = %v, want %v", err, got, tt.temporary)
+			}
+		})
+	}
+	t.Run("NetworkError", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+		_, err := c.GetPayment(context.Background(), "pk")
+		if err == nil || !payment.IsTemporary(err) || payment.IsCode(err, "") {
+			t.Fatalf("GetPayment against a closed server: %v; want a temporary, non-API error", err)
+		}
+	})
+	t.Run("CancelledContext", func(t *testing.T) {
+		h := newHarness(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := h.client.GetPayment(ctx, "pk")
+		if !errors.Is(err, context.Canceled) || !payment.IsTemporary(err) {
+			t.Fatalf("GetPayment with a cancelled context: %v; want context.Canceled, temporary", err)
+		}
+	})
+}
+
+func TestIsTemporary(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&payment.APIError{Status: 400, Code: payment.CodeAlreadyProcessedPayment}, false},
+		{&payment.APIError{Status: 404, Code: payment.CodeNotFoundPayment}, false},
+		{&payment.APIError{Status: 400, Code: payment.CodeProviderError}, true},
+		{fmt.Errorf("confirm: %w", &payment.APIError{Status: 503}), true},
+		{errors.New("connection reset"), true},
+	}
+	for _, tt := range tests {
+		if got := payment.IsTemporary(tt.err); got != tt.want {
+			t.Errorf("IsTemporary(%v) = %v, want %v", tt.err, got, tt.want)
+		}
+	}
+}

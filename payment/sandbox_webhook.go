@@ -1,0 +1,232 @@
+package payment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// webhookLease is how long an instance owns a delivery past the attempt it
+// is due for; another instance takes it over only after that.
+const webhookLease = time.Minute
+
+// delivery is one webhook delivery running in this instance.
+type delivery struct {
+	attempted chan struct{} // closed after the first attempt, or when the delivery stops
+	once      sync.Once
+}
+
+func (d *delivery) markAttempted() { d.once.Do(func() { close(d.attempted) }) }
+
+// enqueueWebhooks writes, in the transaction that changed the payment, the
+// PAYMENT_STATUS_CHANGED webhooks of that change
+// (docs.tosspayments.com/guides/v2/webhook): one, due now, by default; two
+// under ScenarioWebhookTwice; one due after LateDelay under
+// ScenarioWebhookLate; none under ScenarioWebhookNever or without a
+// WebhookURL. It returns their ids, to start after commit.
+func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *Payment, scenario string) ([]int64, error) {
+	if s.cfg.WebhookURL == "" || scenario == ScenarioWebhookNever {
+		return nil, nil
+	}
+	body, err := json.Marshal(WebhookEvent{
+		EventType: EventPaymentStatusChanged,
+		CreatedAt: s.cfg.Now().In(kst).Format(WebhookCreatedAtLayout),
+		Data:      *p,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("encode webhook: %w", err)
+	}
+	copies, due := 1, time.Now()
+	switch scenario {
+	case ScenarioWebhookTwice:
+		copies = 2
+	case ScenarioWebhookLate:
+		due = due.Add(s.cfg.LateDelay)
+	}
+	ids := make([]int64, copies)
+	for i := range ids {
+		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg_webhook (payment_key, body, next_at)
+			VALUES ($1, $2, $3) RETURNING id`, p.PaymentKey, body, due).Scan(&ids[i])
+		if err != nil {
+			return nil, fmt.Errorf("insert webhook: %w", err)
+		}
+	}
+	return ids, nil
+}
+
+// spawn starts delivering webhook id in the background, unless this instance
+// runs it already or is closed. The channel closes after the first attempt.
+func (s *Sandbox) spawn(id int64) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if d, ok := s.active[id]; ok {
+		return d.attempted
+	}
+	d := &delivery{attempted: make(chan struct{})}
+	if s.closed {
+		d.markAttempted()
+		return d.attempted
+	}
+	s.active[id] = d
+	s.pending++
+	go func() {
+		defer s.finished()
+		defer func() {
+			s.mu.Lock()
+			delete(s.active, id)
+			s.mu.Unlock()
+		}()
+		defer d.markAttempted()
+		s.deliver(id, d)
+	}()
+	return d.attempted
+}
+
+// resume starts the deliveries an earlier instance left undelivered.
+func (s *Sandbox) resume() {
+	rows, err := s.cfg.Pool.Query(s.ctx, `SELECT id FROM sandbox_pg_webhook
+		WHERE delivered_at IS NULL AND failed_at IS NULL ORDER BY id`)
+	if err != nil {
+		s.logDBError("resume webhooks", err)
+		return
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		s.logDBError("resume webhooks", err)
+		return
+	}
+	for _, id := range ids {
+		s.spawn(id)
+	}
+}
+
+func (s *Sandbox) logDBError(what string, err error) {
+	if s.ctx.Err() == nil {
+		s.cfg.Logger.Error("sandbox PG: "+what, "err", err)
+	}
+}
+
+// deliver sends webhook id until it is delivered (2xx), its retries run out
+// (cfg.RetryDelays), or Close. Each attempt first takes the delivery's lease
+// in PostgreSQL, so that two instances never send it at once; between
+// attempts the lease runs past the next one.
+func (s *Sandbox) deliver(id int64, d *delivery) {
+	for {
+		var nextAt time.Time
+		var leaseUntil *time.Time
+		var owner string
+		var finished bool
+		err := s.cfg.Pool.QueryRow(s.ctx, `SELECT next_at, lease_until, lease_owner,
+				delivered_at IS NOT NULL OR failed_at IS NOT NULL
+			FROM sandbox_pg_webhook WHERE id = $1`, id).Scan(&nextAt, &leaseUntil, &owner, &finished)
+		if err != nil {
+			s.logDBError("read webhook", err)
+			return
+		}
+		if finished {
+			return
+		}
+		wakeAt := nextAt
+		if owner != s.owner && leaseUntil != nil && leaseUntil.After(wakeAt) {
+			wakeAt = *leaseUntil // another instance's; take over if it lapses
+		}
+		if !s.sleepUntil(wakeAt) {
+			return
+		}
+		now := time.Now()
+		var body []byte
+		var attempts int
+		err = s.cfg.Pool.QueryRow(s.ctx, `UPDATE sandbox_pg_webhook SET lease_owner = $2, lease_until = $3
+			WHERE id = $1 AND delivered_at IS NULL AND failed_at IS NULL AND next_at <= $4
+			  AND (lease_owner = $2 OR lease_until IS NULL OR lease_until <= $4)
+			RETURNING body, attempts`, id, s.owner, now.Add(webhookLease), now).Scan(&body, &attempts)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // delivered, rescheduled or leased by another instance meanwhile: look again
+		} else if err != nil {
+			s.logDBError("lease webhook", err)
+			return
+		}
+		sendErr := s.post(body)
+		if s.ctx.Err() != nil {
+			return // Close interrupted the attempt: it does not count
+		}
+		if !s.recordAttempt(id, attempts+1, sendErr) {
+			return
+		}
+		d.markAttempted()
+	}
+}
+
+// recordAttempt stores an attempt's outcome and reports whether another
+// attempt follows.
+func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) bool {
+	now := time.Now()
+	var err error
+	switch {
+	case sendErr == nil:
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+			SET attempts = $2, delivered_at = $3, last_error = '', lease_owner = '', lease_until = NULL
+			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner)
+	case attempts > len(s.cfg.RetryDelays):
+		s.cfg.Logger.Warn("sandbox PG: webhook given up", "id", id, "attempts", attempts, "err", sendErr)
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+			SET attempts = $2, failed_at = $3, last_error = $5, lease_owner = '', lease_until = NULL
+			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner, sendErr.Error())
+	default:
+		next := now.Add(s.cfg.RetryDelays[attempts-1])
+		s.cfg.Logger.Info("sandbox PG: webhook failed, will retry", "id", id, "attempts", attempts, "retry_at", next, "err", sendErr)
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+			SET attempts = $2, next_at = $3, lease_until = $5, last_error = $6
+			WHERE id = $1 AND lease_owner = $4`, id, attempts, next, s.owner, next.Add(webhookLease), sendErr.Error())
+		if err == nil {
+			return true
+		}
+	}
+	if err != nil {
+		s.logDBError("record webhook attempt", err)
+	}
+	return false
+}
+
+// post sends one webhook body to cfg.WebhookURL; any answer but 2xx is an error.
+func (s *Sandbox) post(body []byte) error {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.cfg.WebhookURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.cfg.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("webhook answered %s", resp.Status)
+	}
+	return nil
+}
+
+// sleepUntil waits until t, and reports false if Close came first.
+func (s *Sandbox) sleepUntil(t time.Time) bool {
+	wait := time.Until(t)
+	if wait <= 0 {
+		return s.ctx.Err() == nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-s.ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,76 @@
+package payment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// EventPaymentStatusChanged is the webhook event Toss sends when a payment's
+// status changes (docs.tosspayments.com/guides/v2/webhook, "웹훅 이벤트").
+const EventPaymentStatusChanged = "PAYMENT_STATUS_CHANGED"
+
+// MaxWebhookBytes bounds a webhook body; a Payment takes a few kilobytes.
+const MaxWebhookBytes = 64 << 10
+
+// WebhookCreatedAtLayout is the layout of WebhookEvent.CreatedAt: Toss sends
+// the time in Korea without a zone, to the microsecond.
+const WebhookCreatedAtLayout = "2006-01-02T15:04:05.000000"
+
+// Errors of ParseWebhook. They are *boxoffice.Error values, so that the
+// webhook handler's error table answers 413 and 400; test with errors.Is.
+var (
+	ErrWebhookTooLarge  = &boxoffice.Error{Code: boxoffice.ETOOLARGE, Message: "The webhook body is too large."}
+	ErrWebhookMalformed = &boxoffice.Error{Code: boxoffice.EBADREQUEST, Message: "The webhook body is not a payment event."}
+	ErrUnknownEventType = &boxoffice.Error{Code: boxoffice.EBADREQUEST, Message: "The webhook's event type is not handled."}
+)
+
+// WebhookEvent is a Toss payment-status webhook:
+// {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt", "data": {<Payment>}}
+// (docs.tosspayments.com/guides/v2/webhook).
+type WebhookEvent struct {
+	EventType string `json:"eventType"`
+	// CreatedAt is the PG's text, in WebhookCreatedAtLayout (no zone).
+	CreatedAt string  `json:"createdAt"`
+	Data      Payment `json:"data"`
+}
+
+// ParseWebhook reads a webhook body strictly: at most MaxWebhookBytes, one
+// JSON object and nothing after it, eventType PAYMENT_STATUS_CHANGED, and a
+// payment with a paymentKey and an orderId. Fields it does not model are
+// ignored, since Toss adds fields over time. It never panics.
+//
+// Payment-status webhooks carry no signature, so the body proves nothing: a
+// caller uses it only to learn which payment to look at, verifies it with
+// Client.GetPayment (authenticated by the secret key) and acts on that answer
+// only, never on the body's status or amount.
+//
+// Errors: ErrWebhookTooLarge, ErrWebhookMalformed, ErrUnknownEventType
+// (wrapped; test with errors.Is).
+func ParseWebhook(body []byte) (*WebhookEvent, error) {
+	if len(body) > MaxWebhookBytes {
+		return nil, ErrWebhookTooLarge
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var ev WebhookEvent
+	if err := dec.Decode(&ev); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrWebhookMalformed, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: data after the JSON object", ErrWebhookMalformed)
+	}
+	if ev.EventType == "" {
+		return nil, fmt.Errorf("%w: no eventType", ErrWebhookMalformed)
+	}
+	if ev.EventType != EventPaymentStatusChanged {
+		return nil, fmt.Errorf("%w: %.64q", ErrUnknownEventType, ev.EventType)
+	}
+	if ev.Data.PaymentKey == "" || ev.Data.OrderID == "" {
+		return nil, fmt.Errorf("%w: no paymentKey or orderId", ErrWebhookMalformed)
+	}
+	return &ev, nil
+}
