@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/jackc/pgx/v5"
@@ -20,8 +21,13 @@ type Accounts struct {
 }
 
 // dummyHash is compared against when an e-mail is unknown, so that a wrong
-// e-mail and a wrong password take the same time.
-var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("boxoffice-dummy-password"), bcrypt.DefaultCost)
+// e-mail and a wrong password take the same time. It is computed on first
+// use rather than at package initialisation, which every process importing
+// store would pay for (seconds under the race detector).
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte("boxoffice-dummy-password"), bcrypt.DefaultCost)
+	return h
+})
 
 // CreateAccount validates s, hashes the password with bcrypt and inserts the
 // account. Errors: EINVALID with Fields, "email" when the address is taken
@@ -66,7 +72,7 @@ func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*b
 	wrong := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "That e-mail and password do not match an account.")
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
 		return nil, wrong
 	case err != nil:
 		return nil, fmt.Errorf("find account: %w", err)

@@ -1,0 +1,37 @@
+-- Join an event's waiting room (store.Queue.Join), atomically:
+-- an account with a live entry token is reported admitted; an account in
+-- line keeps its place (ZSCORE) and its place is bound to the new session;
+-- otherwise, unless the event sold out, it gets the next sequence (INCR) and
+-- a place (ZADD NX), and the queue gets an epoch if it has none.
+--
+-- KEYS[1] queue:{e}        sorted set account -> sequence
+-- KEYS[2] queue:seq:{e}    INCR counter
+-- KEYS[3] queue:sess:{e}   hash account -> session key
+-- KEYS[4] queue:stats:{e}  hash of shared figures
+-- KEYS[5] entry:{e}:{acct} the account's entry token
+-- ARGV[1] account id, ARGV[2] session key, ARGV[3] epoch for a new queue
+--
+-- Returns {state, sequence, now (Unix ms, Redis clock), stats as HGETALL},
+-- state one of "admitted", "rejoined", "joined", "sold_out".
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+if redis.call('EXISTS', KEYS[5]) == 1 then
+  return {'admitted', 0, now, redis.call('HGETALL', KEYS[4])}
+end
+
+local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if seq then
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  return {'rejoined', seq, now, redis.call('HGETALL', KEYS[4])}
+end
+
+if redis.call('HGET', KEYS[4], 'sold_out') == '1' then
+  return {'sold_out', 0, now, redis.call('HGETALL', KEYS[4])}
+end
+
+seq = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[1], 'NX', seq, ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+redis.call('HSETNX', KEYS[4], 'epoch', ARGV[3])
+return {'joined', seq, now, redis.call('HGETALL', KEYS[4])}

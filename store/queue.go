@@ -1,0 +1,465 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	_ "embed"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/redis/go-redis/v9"
+)
+
+var _ boxoffice.QueueService = (*Queue)(nil)
+
+var (
+	//go:embed lua/queue_join.lua
+	queueJoinLua string
+	//go:embed lua/queue_admit.lua
+	queueAdmitLua string
+	//go:embed lua/queue_stats.lua
+	queueStatsLua string
+
+	queueJoinScript  = redis.NewScript(queueJoinLua)
+	queueAdmitScript = redis.NewScript(queueAdmitLua)
+	queueStatsScript = redis.NewScript(queueStatsLua)
+)
+
+// Queue is the waiting room of every event, in Redis (DESIGN.md rules 5, 6
+// and 7). Per event {e} it keeps:
+//
+//	queue:{e}         sorted set account -> join sequence
+//	queue:seq:{e}     the INCR counter of join sequences
+//	queue:sess:{e}    hash account -> session key of the place
+//	queue:stats:{e}   hash of shared figures: epoch, head (sequence of the
+//	                  last fan admitted), admitted total, last tick, the
+//	                  settings of the last tick and the recent ticks' records
+//	entry:{e}:{acct}  "<token>|<session key>", expiring with the token (PXAT)
+//	entry:live:{e}    sorted set account -> token expiry (Unix ms); expired
+//	                  members stay, so that "expired" can be told from "never"
+//
+// A fan's position is their sequence minus the head, so positions cost two
+// O(1) reads however long the line is. Times are Redis's clock. It is safe
+// for concurrent use.
+type Queue struct {
+	Redis *Redis
+	// Metrics, if not nil, counts joins and admissions.
+	Metrics *QueueMetrics
+}
+
+// tokenBytes is the entropy of an entry token: 128 bits from crypto/rand.
+const tokenBytes = 16
+
+func (q *Queue) queueKey(e int64) string { return q.Redis.Key("queue:{%d}", e) }
+func (q *Queue) seqKey(e int64) string   { return q.Redis.Key("queue:seq:{%d}", e) }
+func (q *Queue) sessKey(e int64) string  { return q.Redis.Key("queue:sess:{%d}", e) }
+func (q *Queue) statsKey(e int64) string { return q.Redis.Key("queue:stats:{%d}", e) }
+func (q *Queue) liveKey(e int64) string  { return q.Redis.Key("entry:live:{%d}", e) }
+func (q *Queue) entryPrefix(e int64) string {
+	return q.Redis.Key("entry:{%d}:", e)
+}
+func (q *Queue) entryKey(e, acct int64) string {
+	return q.entryPrefix(e) + strconv.FormatInt(acct, 10)
+}
+
+// Join gives the account a place in the event's line in one Redis round trip
+// (one Lua script): INCR and ZADD NX for a new place, or the place it has;
+// the place is bound to sessionKey (a rejoin from another session moves the
+// binding). An account with a live entry token gets QueueAdmitted and its
+// token keeps its session; after a sell-out an account without a place gets
+// QueueSoldOut and no place. The caller checks that the event's queue is
+// open (Event.QueueOpen) first: Join does not read events.
+func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey string) (boxoffice.QueuePosition, error) {
+	if sessionKey == "" {
+		return boxoffice.QueuePosition{}, errors.New("join queue: empty session key")
+	}
+	epoch, err := randomToken()
+	if err != nil {
+		return boxoffice.QueuePosition{}, err
+	}
+	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.entryKey(eventID, accountID)}
+	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch).Slice()
+	if err != nil {
+		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
+	}
+	if len(res) != 4 {
+		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: unexpected reply %v", eventID, res)
+	}
+	state, _ := res[0].(string)
+	seq := toInt64(res[1])
+	now := time.UnixMilli(toInt64(res[2]))
+	st := parseStats(res[3])
+	if state == "joined" && q.Metrics != nil {
+		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
+	}
+	switch state {
+	case "admitted":
+		return boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}, nil
+	case "sold_out":
+		return boxoffice.QueuePosition{Status: boxoffice.QueueSoldOut, Epoch: st.epoch}, nil
+	}
+	return st.waiting(seq, now), nil
+}
+
+// Position returns where the account stands, as Positions does for one fan.
+// epoch is the Epoch the session kept from Join ("" if none). Errors:
+// ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
+// the token expired) or ReasonNone.
+func (q *Queue) Position(ctx context.Context, eventID, accountID int64, epoch string) (boxoffice.QueuePosition, error) {
+	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: epoch})
+	if err != nil {
+		return boxoffice.QueuePosition{}, err
+	}
+	p := m[accountID]
+	switch p.Status {
+	case boxoffice.QueueExpired:
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonExpired, "Your entry time ran out. Join the queue again.")
+	case boxoffice.QueueNotInQueue:
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonNone, "You are not in the queue for this event.")
+	}
+	return p, nil
+}
+
+// Positions returns the positions of many fans of one event in one Redis
+// round trip (a MULTI/EXEC pipeline of four commands: TIME, HGETALL of the
+// shared figures, ZMSCORE of the line and of the live tokens), whatever the
+// number of fans, so that an instance can push every connected fan's
+// fragment each tick. fans maps account ids to the epoch each session kept
+// from Join ("" if none). Every account gets an entry: QueueWaiting (or
+// QueueSoldOut) with its position, QueueAdmitted, QueueReset (not found, and
+// the session's epoch is not the queue's: Redis lost the line),
+// QueueExpired or QueueNotInQueue.
+func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]boxoffice.QueuePosition, error) {
+	out := make(map[int64]boxoffice.QueuePosition, len(fans))
+	if len(fans) == 0 {
+		return out, nil
+	}
+	ids := make([]int64, 0, len(fans))
+	members := make([]string, 0, len(fans))
+	for id := range fans {
+		ids = append(ids, id)
+		members = append(members, strconv.FormatInt(id, 10))
+	}
+	var (
+		timeCmd  *redis.TimeCmd
+		statsCmd *redis.MapStringStringCmd
+		seqCmd   *redis.FloatSliceCmd
+		liveCmd  *redis.FloatSliceCmd
+	)
+	_, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		timeCmd = p.Time(ctx)
+		statsCmd = p.HGetAll(ctx, q.statsKey(eventID))
+		seqCmd = p.ZMScore(ctx, q.queueKey(eventID), members...)
+		liveCmd = p.ZMScore(ctx, q.liveKey(eventID), members...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("queue positions of event %d: %w", eventID, err)
+	}
+	now := timeCmd.Val()
+	st := statsFromMap(statsCmd.Val())
+	seqs, lives := seqCmd.Val(), liveCmd.Val()
+	for i, id := range ids {
+		seq, live := int64(seqs[i]), int64(lives[i])
+		switch epoch := fans[id]; {
+		case seq > 0:
+			out[id] = st.waiting(seq, now)
+		case live >= now.UnixMilli():
+			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}
+		case epoch != "" && epoch != st.epoch:
+			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueReset, Epoch: st.epoch}
+		case live > 0:
+			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueExpired, Epoch: st.epoch}
+		default:
+			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueNotInQueue, Epoch: st.epoch}
+		}
+	}
+	return out, nil
+}
+
+// EntryToken returns the account's live entry token for the event and its
+// remaining TTL, if the token was issued to sessionKey, in one round trip.
+// The handler stores it in that session. Errors: ENOENTRYTOKEN with
+// Details["reason"] ReasonOtherSession, ReasonExpired or ReasonNone.
+func (q *Queue) EntryToken(ctx context.Context, eventID, accountID int64, sessionKey string) (string, time.Duration, error) {
+	e, err := q.readEntry(ctx, eventID, accountID)
+	if err != nil {
+		return "", 0, err
+	}
+	if e.token == "" {
+		return "", 0, e.missing()
+	}
+	if !equal(e.session, sessionKey) {
+		return "", 0, noEntry(boxoffice.ReasonOtherSession, "Your entry was issued to another browser session.")
+	}
+	return e.token, e.ttl, nil
+}
+
+// CheckEntry returns nil if token is the account's live entry token for the
+// event and it was issued to sessionKey (rule 5), in one round trip; tokens
+// are compared in constant time. Errors: ENOENTRYTOKEN with
+// Details["reason"] ReasonOtherSession, ReasonMismatch, ReasonExpired or
+// ReasonNone.
+func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey, token string) error {
+	e, err := q.readEntry(ctx, eventID, accountID)
+	switch {
+	case err != nil:
+		return err
+	case e.token == "":
+		return e.missing()
+	case !equal(e.session, sessionKey):
+		return noEntry(boxoffice.ReasonOtherSession, "Your entry was issued to another browser session.")
+	case token == "" || !equal(e.token, token):
+		return noEntry(boxoffice.ReasonMismatch, "This browser session does not hold your current entry.")
+	}
+	return nil
+}
+
+// entry is an account's entry token as read from Redis.
+type entry struct {
+	token, session string
+	ttl            time.Duration
+	expired        bool // no live token, but one was issued
+}
+
+func (e entry) missing() error {
+	if e.expired {
+		return noEntry(boxoffice.ReasonExpired, "Your entry time ran out. Join the queue again.")
+	}
+	return noEntry(boxoffice.ReasonNone, "You need to pass the waiting room first.")
+}
+
+func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
+	key := q.entryKey(eventID, accountID)
+	var (
+		getCmd  *redis.StringCmd
+		ttlCmd  *redis.DurationCmd
+		liveCmd *redis.FloatCmd
+	)
+	_, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		getCmd = p.Get(ctx, key)
+		ttlCmd = p.PTTL(ctx, key)
+		liveCmd = p.ZScore(ctx, q.liveKey(eventID), strconv.FormatInt(accountID, 10))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
+	}
+	v, err := getCmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return entry{expired: liveCmd.Err() == nil}, nil
+	} else if err != nil {
+		return entry{}, fmt.Errorf("read entry token: %w", err)
+	}
+	token, session, _ := strings.Cut(v, "|")
+	return entry{token: token, session: session, ttl: ttlCmd.Val()}, nil
+}
+
+// QueueStats returns the event's waiting-room figures in one round trip.
+func (q *Queue) QueueStats(ctx context.Context, eventID int64) (boxoffice.QueueStats, error) {
+	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.statsKey(eventID), q.liveKey(eventID)}
+	res, err := queueStatsScript.RunRO(ctx, q.Redis.Client, keys).Slice()
+	if err != nil {
+		return boxoffice.QueueStats{}, fmt.Errorf("queue stats of event %d: %w", eventID, err)
+	}
+	if len(res) != 5 {
+		return boxoffice.QueueStats{}, fmt.Errorf("queue stats of event %d: unexpected reply %v", eventID, res)
+	}
+	now := time.UnixMilli(toInt64(res[0]))
+	st := parseStats(res[4])
+	return boxoffice.QueueStats{
+		Waiting:       int(toInt64(res[1])),
+		Joined:        toInt64(res[2]),
+		AdmittedTotal: st.admitted,
+		LiveTokens:    int(toInt64(res[3])),
+		AchievedRate:  st.pace.AchievedRate(now),
+		Rate:          st.pace.Rate,
+		Paused:        st.pace.Paused,
+		SoldOut:       st.soldOut,
+	}, nil
+}
+
+// AdmitResult is what one tick's admission did for an event.
+type AdmitResult struct {
+	// Done is false when this tick (or a later one) was already admitted
+	// for the event, by this instance or another: nothing was changed.
+	Done     bool
+	Admitted []int64 // accounts admitted, in line order
+	Waiting  int     // fans still in line
+	Live     int     // live entry tokens after the batch
+}
+
+// Admit admits tick number tick's batch of the event in one Lua script: the
+// batch (boxoffice.AdmissionBatch of s.Rate, limited by s.MaxAdmitted live
+// tokens) is taken from the head of the line; each fan gets an entry token
+// (128 bits from crypto/rand) bound to the session of their place, with
+// PXAT = now + s.TokenTTL, and leaves the line, all or nothing. A tick at or
+// before the last one admitted for the event changes nothing (Done false),
+// so racing admitters never admit twice. Paused or sold-out settings admit
+// nobody and are published to Position (QueueSoldOut, Paused).
+func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick int64, every time.Duration) (AdmitResult, error) {
+	if every < time.Millisecond || s.TokenTTL < time.Millisecond {
+		return AdmitResult{}, fmt.Errorf("admit event %d: tick %v and token TTL %v must be at least 1ms", s.EventID, every, s.TokenTTL)
+	}
+	batch := boxoffice.AdmissionBatch(s.Rate, every, tick)
+	if s.Paused || s.SoldOut {
+		batch = 0
+	}
+	args := make([]any, 0, 10+batch)
+	args = append(args, tick, batch, max(s.MaxAdmitted, 0), s.TokenTTL.Milliseconds(), q.entryPrefix(s.EventID),
+		boolArg(s.Paused), boolArg(s.SoldOut), s.Rate, every.Milliseconds(), recordField(tick))
+	for range batch {
+		t, err := randomToken()
+		if err != nil {
+			return AdmitResult{}, err
+		}
+		args = append(args, t)
+	}
+	keys := []string{q.queueKey(s.EventID), q.sessKey(s.EventID), q.statsKey(s.EventID), q.liveKey(s.EventID)}
+	res, err := queueAdmitScript.Run(ctx, q.Redis.Client, keys, args...).Slice()
+	if err != nil {
+		return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
+	}
+	if len(res) < 3 {
+		return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: unexpected reply %v", s.EventID, tick, res)
+	}
+	if toInt64(res[0]) < 0 {
+		return AdmitResult{}, nil
+	}
+	r := AdmitResult{Done: true, Waiting: int(toInt64(res[1])), Live: int(toInt64(res[2]))}
+	for _, v := range res[3:] {
+		r.Admitted = append(r.Admitted, toInt64(v))
+	}
+	if m := q.Metrics; m != nil {
+		label := eventLabel(s.EventID)
+		m.Admissions.WithLabelValues(label).Add(float64(len(r.Admitted)))
+		m.Waiting.WithLabelValues(label).Set(float64(r.Waiting))
+		m.LiveTokens.WithLabelValues(label).Set(float64(r.Live))
+	}
+	return r, nil
+}
+
+// recordField names the stats field that records tick: a ring of
+// boxoffice.RateWindow fields.
+func recordField(tick int64) string {
+	return "r" + strconv.FormatInt((tick%boxoffice.RateWindow+boxoffice.RateWindow)%boxoffice.RateWindow, 10)
+}
+
+// queueStats are the fields of queue:stats:{e}.
+type queueStats struct {
+	epoch    string
+	head     int64 // sequence of the last fan admitted
+	admitted int64
+	soldOut  bool
+	pace     boxoffice.AdmissionPace
+}
+
+// parseStats reads an HGETALL reply returned by a script (a flat array).
+func parseStats(v any) queueStats {
+	a, _ := v.([]any)
+	m := make(map[string]string, len(a)/2)
+	for i := 0; i+1 < len(a); i += 2 {
+		k, _ := a[i].(string)
+		m[k], _ = a[i+1].(string)
+	}
+	return statsFromMap(m)
+}
+
+func statsFromMap(m map[string]string) queueStats {
+	num := func(k string) int64 { n, _ := strconv.ParseInt(m[k], 10, 64); return n }
+	st := queueStats{
+		epoch:    m["epoch"],
+		head:     num("head"),
+		admitted: num("admitted"),
+		soldOut:  m["sold_out"] == "1",
+		pace: boxoffice.AdmissionPace{
+			Tick:   time.Duration(num("tick_ms")) * time.Millisecond,
+			Rate:   int(num("rate")),
+			Paused: m["paused"] == "1",
+		},
+	}
+	if st.pace.Tick == 0 {
+		st.pace.Tick = boxoffice.DefaultAdmissionTick
+	}
+	for i := range boxoffice.RateWindow {
+		f := strings.Split(m["r"+strconv.Itoa(i)], ":")
+		if len(f) != 3 {
+			continue
+		}
+		tick, err1 := strconv.ParseInt(f[0], 10, 64)
+		n, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			st.pace.Records = append(st.pace.Records, boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: f[2] == "1"})
+		}
+	}
+	return st
+}
+
+// waiting returns the position of the fan with join sequence seq at now.
+func (st queueStats) waiting(seq int64, now time.Time) boxoffice.QueuePosition {
+	// Positions are exact while the head is known; should the stats alone be
+	// lost the head reads 0 and positions are too large, never below 1.
+	pos := int(max(seq-st.head, 1))
+	p := boxoffice.QueuePosition{
+		Status:   boxoffice.QueueWaiting,
+		Position: pos,
+		Ahead:    pos - 1,
+		Sequence: seq,
+		Paused:   st.pace.Paused,
+		Epoch:    st.epoch,
+	}
+	if st.soldOut {
+		p.Status = boxoffice.QueueSoldOut
+	} else {
+		p.ETA = st.pace.EstimateWait(pos, now)
+	}
+	return p
+}
+
+func notInQueue(reason, msg string) error {
+	return &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Message: msg, Details: map[string]any{"reason": reason}}
+}
+
+func noEntry(reason, msg string) error {
+	return &boxoffice.Error{Code: boxoffice.ENOENTRYTOKEN, Message: msg, Details: map[string]any{"reason": reason}}
+}
+
+// randomToken returns 128 random bits from crypto/rand, base64url-encoded
+// (22 characters, never '|').
+func randomToken() (string, error) {
+	b := make([]byte, tokenBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("entry token: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func boolArg(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+func eventLabel(id int64) string { return strconv.FormatInt(id, 10) }
+
+// toInt64 reads an integer from a script reply (an integer, or a string such
+// as a ZSCORE).
+func toInt64(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

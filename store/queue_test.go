@@ -1,0 +1,1186 @@
+package store_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
+)
+
+const queueEvent = 42
+
+func newQueue(tb testing.TB) *store.Queue {
+	tb.Helper()
+	return &store.Queue{Redis: storetest.MustOpenRedis(tb)}
+}
+
+// sameQueue opens a second Redis client on q's prefix, as a second instance
+// of the app would.
+func sameQueue(tb testing.TB, q *store.Queue) *store.Queue {
+	tb.Helper()
+	r, err := store.OpenRedis(context.Background(), storetest.RedisURL(), q.Redis.Prefix)
+	if err != nil {
+		tb.Fatalf("open second Redis client: %v", err)
+	}
+	tb.Cleanup(func() { r.Close() })
+	return &store.Queue{Redis: r}
+}
+
+func admission(rate int) boxoffice.AdmissionSettings {
+	return boxoffice.AdmissionSettings{EventID: queueEvent, Rate: rate, TokenTTL: time.Hour}
+}
+
+// source is an AdmissionSource whose settings tests change as they go.
+type source struct {
+	mu sync.Mutex
+	s  []boxoffice.AdmissionSettings
+}
+
+func (s *source) OpenQueues(context.Context, time.Time) ([]boxoffice.AdmissionSettings, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.s), nil
+}
+
+func sess(acct int64) string { return fmt.Sprintf("sid-%d", acct) }
+
+// mustJoin joins accounts from..to of queueEvent in order and returns their
+// sequences.
+func mustJoin(tb testing.TB, q *store.Queue, from, to int64) map[int64]int64 {
+	tb.Helper()
+	seqs := make(map[int64]int64, to-from+1)
+	for a := from; a <= to; a++ {
+		p, err := q.Join(context.Background(), queueEvent, a, sess(a))
+		if err != nil || p.Status != boxoffice.QueueWaiting {
+			tb.Fatalf("Join(%d) = %+v, %v; want waiting", a, p, err)
+		}
+		seqs[a] = p.Sequence
+	}
+	return seqs
+}
+
+func mustAdmit(tb testing.TB, q *store.Queue, s boxoffice.AdmissionSettings, tick int64) store.AdmitResult {
+	tb.Helper()
+	r, err := q.Admit(context.Background(), s, tick, time.Second)
+	if err != nil {
+		tb.Fatalf("Admit(tick %d): %v", tick, err)
+	}
+	return r
+}
+
+func wantCode(tb testing.TB, err error, code, reason string) {
+	tb.Helper()
+	if got := boxoffice.ErrorCode(err); got != code {
+		tb.Fatalf("error = %v (code %q), want code %q", err, got, code)
+	}
+	if got := boxoffice.NoEntryReason(err); reason != "" && got != reason {
+		tb.Fatalf("error %v has reason %q, want %q", err, got, reason)
+	}
+}
+
+// entryOf reads entry:{e}:{acct} straight from Redis: token and session key.
+func entryOf(tb testing.TB, q *store.Queue, acct int64) (string, string, bool) {
+	tb.Helper()
+	v, err := q.Redis.Client.Get(context.Background(), q.Redis.Key("entry:{%d}:%d", queueEvent, acct)).Result()
+	if err == redis.Nil {
+		return "", "", false
+	} else if err != nil {
+		tb.Fatalf("read entry of %d: %v", acct, err)
+	}
+	tok, s, _ := strings.Cut(v, "|")
+	return tok, s, true
+}
+
+func TestQueue_Join(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("OK", func(t *testing.T) {
+		q := newQueue(t)
+		p, err := q.Join(ctx, queueEvent, 7, "s7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := boxoffice.QueuePosition{Status: boxoffice.QueueWaiting, Position: 1, Ahead: 0, Sequence: 1, Epoch: p.Epoch}
+		if p != want || p.Epoch == "" {
+			t.Fatalf("Join = %+v, want %+v with an epoch", p, want)
+		}
+		p2, err := q.Join(ctx, queueEvent, 8, "s8")
+		if err != nil || p2.Position != 2 || p2.Ahead != 1 || p2.Epoch != p.Epoch {
+			t.Fatalf("second Join = %+v, %v; want position 2, ahead 1, epoch %q", p2, err, p.Epoch)
+		}
+		if got, err := q.Position(ctx, queueEvent, 8, p.Epoch); err != nil || got != p2 {
+			t.Fatalf("Position = %+v, %v; want %+v", got, err, p2)
+		}
+	})
+
+	t.Run("RejoinKeepsPlaceAndMovesSession", func(t *testing.T) {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 3)
+		p, err := q.Join(ctx, queueEvent, 2, "other-device")
+		if err != nil || p.Sequence != 2 || p.Position != 2 {
+			t.Fatalf("rejoin = %+v, %v; want sequence 2 and position 2", p, err)
+		}
+		s := admission(3)
+		mustAdmit(t, q, s, 1)
+		if _, _, err := q.EntryToken(ctx, queueEvent, 2, sess(2)); boxoffice.NoEntryReason(err) != boxoffice.ReasonOtherSession {
+			t.Fatalf("EntryToken from the first session: %v, want reason %s", err, boxoffice.ReasonOtherSession)
+		}
+		if _, _, err := q.EntryToken(ctx, queueEvent, 2, "other-device"); err != nil {
+			t.Fatalf("EntryToken from the session that rejoined: %v", err)
+		}
+	})
+
+	t.Run("AdmittedStaysAdmitted", func(t *testing.T) {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 2)
+		mustAdmit(t, q, admission(1), 1)
+		p, err := q.Join(ctx, queueEvent, 1, "another-tab")
+		if err != nil || p.Status != boxoffice.QueueAdmitted {
+			t.Fatalf("Join with a live token = %+v, %v; want admitted", p, err)
+		}
+		if tok, s, _ := entryOf(t, q, 1); tok == "" || s != sess(1) {
+			t.Fatalf("token bound to %q, want the session it was issued to, %q", s, sess(1))
+		}
+		if n, _ := q.Redis.Client.ZCard(ctx, q.Redis.Key("queue:{%d}", queueEvent)).Result(); n != 1 {
+			t.Fatalf("line length after an admitted fan rejoined = %d, want 1", n)
+		}
+	})
+
+	t.Run("SoldOut", func(t *testing.T) {
+		q := newQueue(t)
+		seqs := mustJoin(t, q, 1, 3)
+		s := admission(1)
+		s.SoldOut = true
+		r := mustAdmit(t, q, s, 1)
+		if len(r.Admitted) != 0 || r.Waiting != 3 {
+			t.Fatalf("sold-out Admit = %+v, want nobody admitted and 3 waiting", r)
+		}
+		p, err := q.Position(ctx, queueEvent, 2, "")
+		if err != nil || p.Status != boxoffice.QueueSoldOut || p.Position != 2 || p.ETA != 0 || p.Sequence != seqs[2] {
+			t.Fatalf("Position after sell-out = %+v, %v; want sold_out at position 2 with no ETA", p, err)
+		}
+		p, err = q.Join(ctx, queueEvent, 9, "s9")
+		if err != nil || p.Status != boxoffice.QueueSoldOut || p.Sequence != 0 {
+			t.Fatalf("Join after sell-out = %+v, %v; want sold_out and no place", p, err)
+		}
+		s.SoldOut = false // seats came back (refunds): admission resumes in order
+		r = mustAdmit(t, q, s, 2)
+		if !slices.Equal(r.Admitted, []int64{1}) {
+			t.Fatalf("Admit after the sell-out ended admitted %v, want [1]", r.Admitted)
+		}
+	})
+
+	t.Run("Paused", func(t *testing.T) {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 3)
+		s := admission(2)
+		s.Paused = true
+		if r := mustAdmit(t, q, s, 1); len(r.Admitted) != 0 {
+			t.Fatalf("paused Admit admitted %v, want nobody", r.Admitted)
+		}
+		p, err := q.Position(ctx, queueEvent, 1, "")
+		if err != nil || p.Status != boxoffice.QueueWaiting || !p.Paused || p.ETA != 0 {
+			t.Fatalf("Position while paused = %+v, %v; want waiting, paused, no ETA", p, err)
+		}
+		s.Paused = false
+		if r := mustAdmit(t, q, s, 2); !slices.Equal(r.Admitted, []int64{1, 2}) {
+			t.Fatalf("Admit after resuming admitted %v, want [1 2]", r.Admitted)
+		}
+	})
+
+	t.Run("ErrEmptySession", func(t *testing.T) {
+		q := newQueue(t)
+		if _, err := q.Join(ctx, queueEvent, 1, ""); err == nil {
+			t.Fatal("Join with an empty session key succeeded, want an error")
+		}
+	})
+
+	t.Run("ErrNotInQueue", func(t *testing.T) {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 1)
+		_, err := q.Position(ctx, queueEvent, 99, "")
+		wantCode(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonNone)
+	})
+}
+
+// Fairness (rule 6): 1,000 accounts join at once; each gets a distinct
+// sequence, the line is admitted in exactly sequence order, and rejoining,
+// concurrently and many times while admission runs, never changes a place.
+func TestQueue_Fairness(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	const fans = 1000
+	seqs := make([]int64, fans+1)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for a := int64(1); a <= fans; a++ {
+		wg.Go(func() {
+			<-start
+			p, err := q.Join(ctx, queueEvent, a, sess(a))
+			if err != nil || p.Status != boxoffice.QueueWaiting {
+				t.Errorf("Join(%d) = %+v, %v", a, p, err)
+				return
+			}
+			seqs[a] = p.Sequence
+		})
+	}
+	close(start)
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	order := make([]int64, 0, fans) // accounts by sequence
+	for a := int64(1); a <= fans; a++ {
+		order = append(order, a)
+	}
+	slices.SortFunc(order, func(a, b int64) int { return int(seqs[a] - seqs[b]) })
+	for i, a := range order {
+		if seqs[a] != int64(i+1) {
+			t.Fatalf("sequences are not 1..%d without gaps or ties: the %dth is %d", fans, i+1, seqs[a])
+		}
+	}
+
+	// Rejoiners hammer the queue from other sessions while ticks admit.
+	stop := make(chan struct{})
+	var rejoins atomic.Int64
+	var rw sync.WaitGroup
+	stopRejoins := sync.OnceFunc(func() { close(stop); rw.Wait() })
+	defer stopRejoins() // also when a check below fails
+	for g := range 200 {
+		rw.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(g), 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				a := rng.Int64N(fans) + 1
+				p, err := q.Join(ctx, queueEvent, a, fmt.Sprintf("tab-%d-%d", a, g))
+				switch {
+				case err != nil:
+					t.Errorf("rejoin(%d): %v", a, err)
+					return
+				case p.Status == boxoffice.QueueWaiting && p.Sequence != seqs[a]:
+					t.Errorf("rejoin(%d) moved the place from sequence %d to %d", a, seqs[a], p.Sequence)
+					return
+				case p.Status != boxoffice.QueueWaiting && p.Status != boxoffice.QueueAdmitted:
+					t.Errorf("rejoin(%d) = %+v, want waiting or admitted", a, p)
+					return
+				}
+				rejoins.Add(1)
+			}
+		})
+	}
+	s := admission(37)
+	var admitted []int64
+	for tick := int64(1); len(admitted) < fans; tick++ {
+		r := mustAdmit(t, q, s, tick)
+		admitted = append(admitted, r.Admitted...)
+		if want := min(37, fans-len(admitted)+len(r.Admitted)); len(r.Admitted) != want {
+			t.Fatalf("tick %d admitted %d fans, want %d", tick, len(r.Admitted), want)
+		}
+		if len(admitted) < fans {
+			next := order[len(admitted)]
+			p, err := q.Position(ctx, queueEvent, next, "")
+			if err != nil || p.Position != 1 {
+				t.Fatalf("after tick %d the next fan (account %d) is at %+v, %v; want position 1", tick, next, p, err)
+			}
+		}
+	}
+	stopRejoins()
+	if !slices.Equal(admitted, order) {
+		t.Fatalf("admission order differs from join order at index %d", firstDiff(admitted, order))
+	}
+	if rejoins.Load() < fans {
+		t.Fatalf("only %d rejoins ran during admission; the test did not exercise rejoining", rejoins.Load())
+	}
+}
+
+func firstDiff(a, b []int64) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+// Two instances (two clients on one prefix) race for 60 ticks at rate 50,
+// while fans keep joining: every tick admits exactly 50, one admitter per
+// tick, nobody twice, nobody lost. The ticks come from the test, not a clock.
+func TestAdmitter_TwoInstances(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q1 := newQueue(t)
+	q2 := sameQueue(t, q1)
+	const rate, ticks = 50, 60
+	src := &source{s: []boxoffice.AdmissionSettings{admission(rate)}}
+	admitters := []*store.Admitter{{Queue: q1, Source: src}, {Queue: q2, Source: src}}
+
+	seqs := mustJoin(t, q1, 1, rate*ticks+50)
+	var mu sync.Mutex
+	var late sync.WaitGroup
+	defer late.Wait()  // also when a check below fails
+	for g := range 4 { // late joiners, through both instances
+		late.Go(func() {
+			q := []*store.Queue{q1, q2}[g%2]
+			for a := int64(10_000 + g*1000); a < int64(10_000+g*1000+500); a++ {
+				p, err := q.Join(ctx, queueEvent, a, sess(a))
+				if err != nil {
+					t.Errorf("Join(%d): %v", a, err)
+					return
+				}
+				mu.Lock()
+				seqs[a] = p.Sequence
+				mu.Unlock()
+			}
+		})
+	}
+
+	seen := map[int64]int64{} // account -> tick admitted
+	var order []int64
+	for tick := int64(1); tick <= ticks; tick++ {
+		results := make([]store.TickResult, len(admitters))
+		errs := make([]error, len(admitters))
+		var wg sync.WaitGroup
+		for i, a := range admitters {
+			wg.Go(func() { results[i], errs[i] = a.AdmitTick(ctx, tick) })
+		}
+		wg.Wait()
+		locked := 0
+		for i, r := range results {
+			if errs[i] != nil {
+				t.Fatalf("tick %d, admitter %d: %v", tick, i, errs[i])
+			}
+			if !r.Locked {
+				continue
+			}
+			locked++
+			ar := r.Events[queueEvent]
+			if len(ar.Admitted) != rate {
+				t.Fatalf("tick %d admitted %d fans, want %d", tick, len(ar.Admitted), rate)
+			}
+			for _, a := range ar.Admitted {
+				if prev, dup := seen[a]; dup {
+					t.Fatalf("account %d admitted at tick %d and again at tick %d", a, prev, tick)
+				}
+				seen[a] = tick
+				order = append(order, a)
+			}
+		}
+		if locked != 1 {
+			t.Fatalf("tick %d was admitted by %d admitters, want exactly 1", tick, locked)
+		}
+	}
+	late.Wait()
+
+	// The same race without the lock: many goroutines on both clients run the
+	// admission script for each tick; it admits each tick once.
+	for tick := int64(ticks + 1); tick <= ticks+20; tick++ {
+		var done atomic.Int32
+		var got []int64
+		var wg sync.WaitGroup
+		for g := range 16 {
+			wg.Go(func() {
+				r, err := []*store.Queue{q1, q2}[g%2].Admit(ctx, admission(rate), tick, time.Second)
+				if err != nil {
+					t.Errorf("Admit(tick %d): %v", tick, err)
+					return
+				}
+				if r.Done {
+					done.Add(1)
+					mu.Lock()
+					got = r.Admitted
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if done.Load() != 1 || len(got) != rate {
+			t.Fatalf("tick %d: %d scripts admitted (want 1), %d fans (want %d)", tick, done.Load(), len(got), rate)
+		}
+		for _, a := range got {
+			if _, dup := seen[a]; dup {
+				t.Fatalf("account %d admitted twice", a)
+			}
+			seen[a] = tick
+		}
+		order = append(order, got...)
+	}
+	checkLine(t, q1, seqs)
+	if len(order) != rate*(ticks+20) {
+		t.Fatalf("admitted %d fans, want %d", len(order), rate*(ticks+20))
+	}
+	for i := 1; i < len(order); i++ {
+		if seqs[order[i-1]] > seqs[order[i]] {
+			t.Fatalf("account %d (sequence %d) was admitted before account %d (sequence %d)",
+				order[i-1], seqs[order[i-1]], order[i], seqs[order[i]])
+		}
+	}
+}
+
+// checkLine asserts that every fan in seqs (account -> join sequence) is
+// either waiting or holds exactly one live token bound to its session, that
+// the admitted fans are exactly the first ones by sequence, that the shared
+// figures agree, and that tokens are distinct. It returns the admitted count.
+func checkLine(tb testing.TB, q *store.Queue, seqs map[int64]int64) int {
+	tb.Helper()
+	ctx := context.Background()
+	waiting, err := q.Redis.Client.ZRangeWithScores(ctx, q.Redis.Key("queue:{%d}", queueEvent), 0, -1).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	inLine := map[int64]bool{}
+	for _, z := range waiting {
+		a, _ := strconv.ParseInt(z.Member.(string), 10, 64)
+		if seqs[a] != int64(z.Score) {
+			tb.Fatalf("account %d waits with sequence %v, joined with %d", a, z.Score, seqs[a])
+		}
+		inLine[a] = true
+	}
+	tokens := map[string]int64{}
+	var maxAdmitted, minWaiting int64 = 0, 1 << 62
+	for a, seq := range seqs {
+		tok, s, ok := entryOf(tb, q, a)
+		switch {
+		case ok && inLine[a]:
+			tb.Fatalf("account %d is in line and holds a token", a)
+		case !ok && !inLine[a]:
+			tb.Fatalf("account %d (sequence %d) was lost: not in line and no token", a, seq)
+		case ok:
+			if len(tok) != 22 || s != sess(a) {
+				tb.Fatalf("account %d holds token %q bound to %q, want 22 characters bound to %q", a, tok, s, sess(a))
+			}
+			if other, dup := tokens[tok]; dup {
+				tb.Fatalf("accounts %d and %d hold the same token", a, other)
+			}
+			tokens[tok] = a
+			maxAdmitted = max(maxAdmitted, seq)
+		default:
+			minWaiting = min(minWaiting, seq)
+		}
+	}
+	if maxAdmitted > minWaiting {
+		tb.Fatalf("a fan with sequence %d was admitted while sequence %d still waits", maxAdmitted, minWaiting)
+	}
+	st, err := q.QueueStats(ctx, queueEvent)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if st.AdmittedTotal != int64(len(tokens)) || st.LiveTokens != len(tokens) || st.Waiting != len(waiting) || st.Joined != int64(len(seqs)) {
+		tb.Fatalf("QueueStats = %+v, want %d admitted and live, %d waiting, %d joined", st, len(tokens), len(waiting), len(seqs))
+	}
+	return len(tokens)
+}
+
+// The admitter's process is killed (SIGKILL) at random moments over many
+// ticks while fans join; two such processes run at once, as two instances.
+// Afterwards every fan is still in line, in order, or holds one token.
+func TestAdmitter_CrashSafety(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	const fans = 3000
+	seqs := make(map[int64]int64, fans)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for a := int64(g + 1); a <= fans; a += 6 {
+				p, err := q.Join(ctx, queueEvent, a, sess(a))
+				if err != nil || p.Status != boxoffice.QueueWaiting {
+					t.Errorf("Join(%d) = %+v, %v", a, p, err)
+					return
+				}
+				mu.Lock()
+				seqs[a] = p.Sequence
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(12)) * time.Millisecond)
+			}
+		})
+	}
+	var kills atomic.Int32
+	for range 2 {
+		wg.Go(func() {
+			for range 12 {
+				if err := killAdmitterProcess(q.Redis.Prefix, time.Duration(rand.IntN(300))*time.Millisecond); err != nil {
+					t.Error(err)
+					return
+				}
+				kills.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	admitted := checkLine(t, q, seqs)
+	if admitted == 0 || admitted == fans {
+		t.Fatalf("%d of %d fans admitted over %d kills; the test needs some admitted and some waiting", admitted, fans, kills.Load())
+	}
+	t.Logf("%d kills, %d of %d fans admitted", kills.Load(), admitted, fans)
+}
+
+// killAdmitterProcess starts TestHelperAdmitterProcess in a child process
+// admitting under prefix, and kills it (SIGKILL) after it has admitted for
+// about after.
+func killAdmitterProcess(prefix string, after time.Duration) error {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAdmitterProcess$", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), "BOXOFFICE_TEST_ADMITTER_PREFIX="+prefix, "REDIS_URL="+storetest.RedisURL())
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start admitter process: %w", err)
+	}
+	ready := make(chan struct{})
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == admitterReady {
+				close(ready)
+				break
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case <-ready:
+		time.Sleep(after)
+	case <-time.After(30 * time.Second):
+		err = errors.New("the admitter process did not start within 30s")
+	}
+	cmd.Process.Kill()
+	<-read
+	cmd.Wait()
+	return err
+}
+
+// admitterReady is the line TestHelperAdmitterProcess prints when it runs.
+const admitterReady = "admitter ready"
+
+// crashSettings admit 4 fans per 10 ms tick.
+var crashSettings = boxoffice.AdmissionSettings{EventID: queueEvent, Rate: 400, TokenTTL: time.Hour}
+
+// TestHelperAdmitterProcess is the admitter process of
+// TestAdmitter_CrashSafety, started with BOXOFFICE_TEST_ADMITTER_PREFIX set;
+// without it, it does nothing.
+func TestHelperAdmitterProcess(t *testing.T) {
+	prefix := os.Getenv("BOXOFFICE_TEST_ADMITTER_PREFIX")
+	if prefix == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := store.OpenRedis(ctx, storetest.RedisURL(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &store.Admitter{Queue: &store.Queue{Redis: r}, Source: &source{s: []boxoffice.AdmissionSettings{crashSettings}}, Tick: 10 * time.Millisecond}
+	fmt.Println(admitterReady)
+	if err := a.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The cap: with cap C, live tokens never exceed C while many admitters run
+// ticks concurrently, and an expired token frees its slot.
+func TestQueue_Admit_Cap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	const fans, capacity = 40, 5
+	s := admission(1000) // 10 per 10 ms tick, twice the cap
+	s.MaxAdmitted = capacity
+	s.TokenTTL = 150 * time.Millisecond
+	mustJoin(t, q, 1, fans)
+	q2 := sameQueue(t, q)
+
+	keys := make([]string, 0, fans)
+	for a := int64(1); a <= fans; a++ {
+		keys = append(keys, q.Redis.Key("entry:{%d}:%d", queueEvent, a))
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var samples atomic.Int64
+	wg.Go(func() { // counts existing entry keys atomically (MULTI), all the time
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			cmds, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				for _, k := range keys {
+					p.Exists(ctx, k)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Errorf("count tokens: %v", err)
+				return
+			}
+			live := 0
+			for _, c := range cmds {
+				live += int(c.(*redis.IntCmd).Val())
+			}
+			if live > capacity {
+				t.Errorf("%d live entry tokens, cap %d", live, capacity)
+				return
+			}
+			samples.Add(1)
+		}
+	})
+	var tick atomic.Int64
+	var admitted atomic.Int64
+	deadline := time.Now().Add(30 * time.Second)
+	for g := range 50 {
+		wg.Go(func() {
+			for admitted.Load() < fans && time.Now().Before(deadline) && !t.Failed() {
+				r, err := []*store.Queue{q, q2}[g%2].Admit(ctx, s, tick.Add(1), 10*time.Millisecond)
+				if err != nil {
+					t.Errorf("Admit: %v", err)
+					return
+				}
+				if r.Live > capacity {
+					t.Errorf("Admit reports %d live tokens, cap %d", r.Live, capacity)
+					return
+				}
+				admitted.Add(int64(len(r.Admitted)))
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	for admitted.Load() < fans && time.Now().Before(deadline) && !t.Failed() {
+		time.Sleep(10 * time.Millisecond)
+	}
+	close(done)
+	wg.Wait()
+	if admitted.Load() != fans {
+		t.Fatalf("%d of %d fans admitted: expired tokens did not free their slots", admitted.Load(), fans)
+	}
+	if samples.Load() < 10 {
+		t.Fatalf("only %d samples of live tokens; the test did not watch the cap", samples.Load())
+	}
+	st, err := q.QueueStats(ctx, queueEvent)
+	if err != nil || st.AdmittedTotal != fans || st.LiveTokens > capacity {
+		t.Fatalf("QueueStats = %+v, %v; want %d admitted, at most %d live", st, err, fans, capacity)
+	}
+}
+
+// Binding (rule 5): a token works only for the account and the session it
+// was issued to, and only while it lives.
+func TestQueue_CheckEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	s := admission(2)
+	s.TokenTTL = 2 * time.Second
+	mustJoin(t, q, 1, 3)
+	mustAdmit(t, q, s, 1)
+	tokA, ttl, err := q.EntryToken(ctx, queueEvent, 1, sess(1))
+	if err != nil || len(tokA) != 22 || ttl <= 0 || ttl > s.TokenTTL {
+		t.Fatalf("EntryToken = %q, %v, %v; want a 22-character token with TTL in (0, %v]", tokA, ttl, err, s.TokenTTL)
+	}
+	tokB, _, err := q.EntryToken(ctx, queueEvent, 2, sess(2))
+	if err != nil || tokB == tokA {
+		t.Fatalf("EntryToken(2) = %q, %v; want another token", tokB, err)
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		if err := q.CheckEntry(ctx, queueEvent, 1, sess(1), tokA); err != nil {
+			t.Fatalf("CheckEntry: %v", err)
+		}
+	})
+	for _, tt := range []struct {
+		name    string
+		acct    int64
+		session string
+		token   string
+		reason  string
+	}{
+		{"ErrOtherSession", 1, "sid-stolen", tokA, boxoffice.ReasonOtherSession},
+		{"ErrOtherAccountsToken", 2, sess(2), tokA, boxoffice.ReasonMismatch},
+		{"ErrAccountNeverAdmitted", 99, sess(1), tokA, boxoffice.ReasonNone},
+		{"ErrAccountStillWaiting", 3, sess(3), tokA, boxoffice.ReasonNone},
+		{"ErrNoToken", 1, sess(1), "", boxoffice.ReasonMismatch},
+		{"ErrWrongToken", 1, sess(1), tokA[:21] + "x", boxoffice.ReasonMismatch},
+		{"ErrOtherEvent", 1, sess(1), tokA, boxoffice.ReasonNone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := int64(queueEvent)
+			if tt.name == "ErrOtherEvent" {
+				e = queueEvent + 1
+			}
+			wantCode(t, q.CheckEntry(ctx, e, tt.acct, tt.session, tt.token), boxoffice.ENOENTRYTOKEN, tt.reason)
+		})
+	}
+	t.Run("ErrEntryTokenOtherSession", func(t *testing.T) {
+		_, _, err := q.EntryToken(ctx, queueEvent, 1, sess(2))
+		wantCode(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
+		_, _, err = q.EntryToken(ctx, queueEvent, 3, sess(3))
+		wantCode(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonNone)
+	})
+
+	// Hundreds of checks at once, of every pairing: only the right ones pass.
+	t.Run("Concurrent", func(t *testing.T) {
+		creds := []struct {
+			acct         int64
+			session, tok string
+		}{{1, sess(1), tokA}, {2, sess(2), tokB}}
+		var wg sync.WaitGroup
+		var passed atomic.Int64
+		for g := range 400 {
+			wg.Go(func() {
+				a, b, c := creds[g%2], creds[(g/2)%2], creds[(g/4)%2]
+				err := q.CheckEntry(ctx, queueEvent, a.acct, b.session, c.tok)
+				right := a == b && b == c
+				switch {
+				case right && err != nil:
+					t.Errorf("CheckEntry(%d, %s, its token): %v", a.acct, b.session, err)
+				case !right && boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN:
+					t.Errorf("CheckEntry(%d, %s, token of %d) = %v, want %s", a.acct, b.session, c.acct, err, boxoffice.ENOENTRYTOKEN)
+				case right:
+					passed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if passed.Load() != 100 {
+			t.Fatalf("%d checks passed, want 100", passed.Load())
+		}
+	})
+
+	t.Run("ErrExpired", func(t *testing.T) {
+		time.Sleep(ttl + 50*time.Millisecond)
+		wantCode(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), tokA), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonExpired)
+		_, _, err := q.EntryToken(ctx, queueEvent, 1, sess(1))
+		wantCode(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonExpired)
+		_, err = q.Position(ctx, queueEvent, 1, "")
+		wantCode(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonExpired)
+		// Joining again gives a new place at the back of the line.
+		p, err := q.Join(ctx, queueEvent, 1, sess(1))
+		if err != nil || p.Status != boxoffice.QueueWaiting || p.Sequence != 4 || p.Position != 2 {
+			t.Fatalf("Join after expiry = %+v, %v; want waiting with sequence 4 at position 2", p, err)
+		}
+	})
+}
+
+// Many sessions of one account rejoin at once before admission: the token
+// goes to exactly one of them, the one whose rejoin came last.
+func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for round := range 5 {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 1)
+		var wg sync.WaitGroup
+		for g := range 100 {
+			wg.Go(func() {
+				if _, err := q.Join(ctx, queueEvent, 1, fmt.Sprintf("device-%d", g)); err != nil {
+					t.Errorf("Join: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+		mustAdmit(t, q, admission(1), 1)
+		var got atomic.Int32
+		var tokens sync.Map
+		for g := range 101 {
+			wg.Go(func() {
+				session := fmt.Sprintf("device-%d", g)
+				if g == 100 {
+					session = sess(1)
+				}
+				tok, _, err := q.EntryToken(ctx, queueEvent, 1, session)
+				if err == nil {
+					got.Add(1)
+					tokens.Store(session, tok)
+					if err := q.CheckEntry(ctx, queueEvent, 1, session, tok); err != nil {
+						t.Errorf("CheckEntry of the delivered token: %v", err)
+					}
+				} else if boxoffice.NoEntryReason(err) != boxoffice.ReasonOtherSession {
+					t.Errorf("EntryToken(%s): %v, want reason %s", session, err, boxoffice.ReasonOtherSession)
+				}
+			})
+		}
+		wg.Wait()
+		if got.Load() != 1 {
+			t.Fatalf("round %d: %d sessions got the token, want 1", round, got.Load())
+		}
+		tokens.Range(func(k, v any) bool {
+			for g := range 100 {
+				other := fmt.Sprintf("device-%d", g)
+				if other != k && q.CheckEntry(ctx, queueEvent, 1, other, v.(string)) == nil {
+					t.Fatalf("round %d: token of %s works from %s", round, k, other)
+				}
+			}
+			return true
+		})
+	}
+}
+
+// Positions answers every connected fan in one round trip, whatever their
+// number, and agrees with Position.
+func TestQueue_Positions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	seqs := mustJoin(t, q, 1, 3000)
+	s := admission(500)
+	mustAdmit(t, q, s, 1)
+	mustAdmit(t, q, s, 2)
+	counted := sameQueue(t, q)
+	hook := &countHook{}
+	counted.Redis.Client.AddHook(hook)
+	fans := map[int64]string{}
+	for a := int64(1); a <= 3000; a++ {
+		fans[a] = ""
+	}
+	fans[5000] = ""
+	fans[5001] = "an-old-epoch"
+	if _, err := counted.Position(ctx, queueEvent, 1, ""); err != nil { // warms the connection up
+		t.Fatal(err)
+	}
+	hook.cmds.Store(0)
+	hook.pipes.Store(0)
+	got, err := counted.Positions(ctx, queueEvent, fans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, p := hook.cmds.Load(), hook.pipes.Load(); c != 0 || p != 1 {
+		t.Fatalf("Positions of %d fans sent %d commands and %d pipelines, want 1 pipeline", len(fans), c, p)
+	}
+	for a := int64(1); a <= 1000; a++ {
+		if got[a].Status != boxoffice.QueueAdmitted {
+			t.Fatalf("Positions[%d] = %+v, want admitted", a, got[a])
+		}
+	}
+	for a := int64(1001); a <= 3000; a++ {
+		p := got[a]
+		if p.Status != boxoffice.QueueWaiting || int64(p.Position) != seqs[a]-1000 || p.Ahead != p.Position-1 || p.Sequence != seqs[a] {
+			t.Fatalf("Positions[%d] = %+v, want waiting at %d", a, p, seqs[a]-1000)
+		}
+		if want := time.Duration((p.Position+499)/500) * time.Second; p.ETA != want {
+			t.Fatalf("Positions[%d].ETA = %v, want %v at 500 per tick", a, p.ETA, want)
+		}
+	}
+	if got[5000].Status != boxoffice.QueueNotInQueue || got[5001].Status != boxoffice.QueueReset {
+		t.Fatalf("unknown fans: %+v and %+v, want not_in_queue and reset", got[5000], got[5001])
+	}
+	for _, a := range []int64{1, 1500, 3000} {
+		p, err := q.Position(ctx, queueEvent, a, "")
+		if err != nil || p != got[a] {
+			t.Fatalf("Position(%d) = %+v, %v; Positions gave %+v", a, p, err, got[a])
+		}
+	}
+	if m, err := q.Positions(ctx, queueEvent, nil); err != nil || len(m) != 0 {
+		t.Fatalf("Positions(none) = %v, %v; want an empty map", m, err)
+	}
+}
+
+type countHook struct{ cmds, pipes atomic.Int32 }
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
+}
+
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipes.Add(1); return next(ctx, cmds) }
+}
+
+// Rule 7: when Redis loses the waiting room, a fan who had a place is told
+// "reset", never an error, and joining again works.
+func TestQueue_Reset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	first, err := q.Join(ctx, queueEvent, 1, sess(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustJoin(t, q, 2, 3)
+	mustAdmit(t, q, admission(1), 1)
+	tok, _, err := q.EntryToken(ctx, queueEvent, 1, sess(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What FLUSHALL does to this test's keys.
+	keys, err := q.Redis.Client.Keys(ctx, q.Redis.Prefix+"*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys under the prefix: %v, %v", keys, err)
+	}
+	if err := q.Redis.Client.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, a := range []int64{1, 2} {
+		p, err := q.Position(ctx, queueEvent, a, first.Epoch)
+		if err != nil || p.Status != boxoffice.QueueReset {
+			t.Fatalf("Position(%d) after the loss = %+v, %v; want reset", a, p, err)
+		}
+	}
+	_, err = q.Position(ctx, queueEvent, 2, "")
+	wantCode(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonNone)
+	wantCode(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), tok), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonNone)
+	if st, err := q.QueueStats(ctx, queueEvent); err != nil || st != (boxoffice.QueueStats{}) {
+		t.Fatalf("QueueStats after the loss = %+v, %v; want zeros", st, err)
+	}
+
+	// A new line starts; fans of the old one are still told "reset".
+	p4, err := q.Join(ctx, queueEvent, 4, sess(4))
+	if err != nil || p4.Position != 1 || p4.Epoch == first.Epoch {
+		t.Fatalf("Join after the loss = %+v, %v; want position 1 in a new epoch", p4, err)
+	}
+	if p, err := q.Position(ctx, queueEvent, 3, first.Epoch); err != nil || p.Status != boxoffice.QueueReset {
+		t.Fatalf("Position of an old fan in the new line = %+v, %v; want reset", p, err)
+	}
+	p3, err := q.Join(ctx, queueEvent, 3, sess(3))
+	if err != nil || p3.Position != 2 {
+		t.Fatalf("rejoin after the loss = %+v, %v; want position 2", p3, err)
+	}
+	if p, err := q.Position(ctx, queueEvent, 3, p3.Epoch); err != nil || p != p3 {
+		t.Fatalf("Position after rejoining = %+v, %v; want %+v", p, err, p3)
+	}
+	r := mustAdmit(t, q, admission(5), 1)
+	if !slices.Equal(r.Admitted, []int64{4, 3}) {
+		t.Fatalf("first admission of the new line admitted %v, want [4 3]", r.Admitted)
+	}
+}
+
+func TestQueue_QueueStats(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	mustJoin(t, q, 1, 100)
+	s := admission(20)
+	s.MaxAdmitted = 50
+	for tick := int64(1); tick <= 3; tick++ {
+		mustAdmit(t, q, s, tick)
+	}
+	st, err := q.QueueStats(ctx, queueEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := boxoffice.QueueStats{Waiting: 50, Joined: 100, AdmittedTotal: 50, LiveTokens: 50, Rate: 20}
+	// Ticks 1..3 lie far in the past of Redis's clock, so no rate was achieved lately.
+	if st != want {
+		t.Fatalf("QueueStats = %+v, want %+v", st, want)
+	}
+}
+
+func TestAdmitter_Run(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("InjectedTicks", func(t *testing.T) {
+		q := newQueue(t)
+		seqs := mustJoin(t, q, 1, 100)
+		ticks := make(chan int64)
+		a := &store.Admitter{Queue: q, Source: &source{s: []boxoffice.AdmissionSettings{admission(7)}}, Ticks: ticks}
+		done := make(chan error)
+		go func() { done <- a.Run(ctx) }()
+		for tick := int64(1); tick <= 5; tick++ {
+			ticks <- tick
+		}
+		ticks <- 5 // a repeated tick admits nobody
+		close(ticks)
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if n := checkLine(t, q, seqs); n != 35 {
+			t.Fatalf("admitted %d over 5 ticks at 7 per tick, want 35", n)
+		}
+	})
+
+	t.Run("RedisClock", func(t *testing.T) {
+		q := newQueue(t)
+		seqs := mustJoin(t, q, 1, 2000)
+		ctx, cancel := context.WithCancel(ctx)
+		src := &source{s: []boxoffice.AdmissionSettings{admission(200)}}
+		var wg sync.WaitGroup
+		for _, qq := range []*store.Queue{q, sameQueue(t, q)} {
+			a := &store.Admitter{Queue: qq, Source: src, Tick: 20 * time.Millisecond}
+			wg.Go(func() {
+				if err := a.Run(ctx); err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			})
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			st, err := q.QueueStats(ctx, queueEvent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.AdmittedTotal >= 100 {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+		n := checkLine(t, q, seqs)
+		if n < 100 || n%4 != 0 {
+			t.Fatalf("admitted %d, want at least 100 in batches of 4", n)
+		}
+	})
+}
+
+func TestQueueMetrics(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	m, err := store.NewQueueMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.NewQueueMetrics(reg); err == nil {
+		t.Fatal("registering the metrics twice on one registry succeeded, want an error")
+	}
+	q := newQueue(t)
+	q.Metrics = m
+	var wg sync.WaitGroup
+	for a := range int64(300) {
+		wg.Go(func() {
+			for range 3 { // rejoins are not joins
+				if _, err := q.Join(ctx, queueEvent, a%100, sess(a)); err != nil {
+					t.Errorf("Join: %v", err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	mustAdmit(t, q, admission(30), 1)
+	label := strconv.Itoa(queueEvent)
+	for name, tt := range map[string]struct {
+		c    prometheus.Metric
+		want float64
+	}{
+		"joins":       {m.Joins.WithLabelValues(label), 100},
+		"admissions":  {m.Admissions.WithLabelValues(label), 30},
+		"waiting":     {m.Waiting.WithLabelValues(label), 70},
+		"live tokens": {m.LiveTokens.WithLabelValues(label), 30},
+	} {
+		if got := metricValue(t, tt.c); got != tt.want {
+			t.Errorf("%s = %v, want %v", name, got, tt.want)
+		}
+	}
+}
+
+func metricValue(tb testing.TB, m prometheus.Metric) float64 {
+	tb.Helper()
+	var d dto.Metric
+	if err := m.Write(&d); err != nil {
+		tb.Fatal(err)
+	}
+	if d.Counter != nil {
+		return d.Counter.GetValue()
+	}
+	return d.Gauge.GetValue()
+}
+
+func BenchmarkQueue_Join(b *testing.B) {
+	ctx := context.Background()
+	q := newQueue(b)
+	var next atomic.Int64
+	b.SetParallelism(8) // many fans at once: 8 goroutines per core
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a := next.Add(1)
+			if _, err := q.Join(ctx, queueEvent, a, "sid"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+func BenchmarkQueue_Position(b *testing.B) {
+	ctx := context.Background()
+	q := newQueue(b)
+	const fans = 10_000
+	joinMany(b, q, fans)
+	b.SetParallelism(8) // many fans at once: 8 goroutines per core
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+		for pb.Next() {
+			if _, err := q.Position(ctx, queueEvent, rng.Int64N(fans)+1, ""); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkQueue_Positions measures the SSE fan-out: one call per tick for
+// 1,000 connected fans.
+func BenchmarkQueue_Positions(b *testing.B) {
+	ctx := context.Background()
+	q := newQueue(b)
+	const fans = 10_000
+	joinMany(b, q, fans)
+	batch := map[int64]string{}
+	for a := int64(1); a <= fans; a += fans / 1000 {
+		batch[a] = ""
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := q.Positions(ctx, queueEvent, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*len(batch))/b.Elapsed().Seconds(), "fans/s")
+}
+
+// joinMany joins accounts 1..n of queueEvent concurrently.
+func joinMany(b *testing.B, q *store.Queue, n int64) {
+	b.Helper()
+	var wg sync.WaitGroup
+	for g := range int64(16) {
+		wg.Go(func() {
+			for a := g + 1; a <= n; a += 16 {
+				if _, err := q.Join(context.Background(), queueEvent, a, sess(a)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
