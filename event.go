@@ -2,7 +2,11 @@ package boxoffice
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Event statuses.
@@ -20,6 +24,20 @@ const (
 	DefaultHoldTTL       = 300 * time.Second
 	DefaultTokenTTL      = 600 * time.Second
 	DefaultAdmissionRate = 100 // fans per second
+	DefaultGradeColor    = "#888888"
+)
+
+// Limits of an event's fields; the schema (migrations/00002) holds the same.
+const (
+	MaxTitleLen        = 200               // characters
+	MaxDescriptionLen  = 5000              // characters
+	MaxGradeNameLen    = 60                // characters
+	MaxGrades          = 20                // grades of one event
+	MaxPrice           = 1_000_000_000_000 // minor currency units
+	MaxPerAccountLimit = 20
+	MaxHoldTTL         = time.Hour
+	MaxTokenTTL        = 2 * time.Hour
+	MaxAdmissionRate   = 100000 // fans per second
 )
 
 // Event is one sale of an event's seats. Times are instants (stored in UTC) and
@@ -84,6 +102,173 @@ func (e *Event) Grade(code string) *Grade {
 	return nil
 }
 
+// Input returns the event as the input that would save it unchanged, for an
+// edit form (grades without their seat counts).
+func (e *Event) Input() EventInput {
+	in := EventInput{
+		VenueID: e.VenueID, Title: e.Title, Description: e.Description, TimeZone: e.TimeZone,
+		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt,
+		Currency: e.Currency, MaxPerAccount: e.MaxPerAccount, HoldTTL: e.HoldTTL, TokenTTL: e.TokenTTL,
+		AdmissionRate: e.AdmissionRate, MaxAdmitted: e.MaxAdmitted,
+	}
+	for _, g := range e.Grades {
+		in.Grades = append(in.Grades, Grade{Code: g.Code, Name: g.Name, Price: g.Price, Color: g.Color})
+	}
+	return in
+}
+
+// EventInput is what an admin sets on an event, to create or update it.
+// Times are instants (parse form values with ParseLocalTime or
+// ReparseLocalTime in TimeZone); Grades' SeatsTotal and SeatsLeft are
+// ignored. Every field must be set: NewEventInput fills in the defaults.
+type EventInput struct {
+	VenueID       int64
+	Title         string
+	Description   string
+	TimeZone      string // IANA name, such as "Asia/Seoul"
+	StartsAt      time.Time
+	QueueOpensAt  time.Time
+	SaleEndsAt    time.Time
+	Currency      string        // ISO 4217 code, such as "KRW"
+	MaxPerAccount int           // 1 to MaxPerAccountLimit
+	HoldTTL       time.Duration // whole seconds, 1 s to MaxHoldTTL
+	TokenTTL      time.Duration // whole seconds, 1 s to MaxTokenTTL
+	AdmissionRate int           // fans per second, 1 to MaxAdmissionRate
+	MaxAdmitted   int           // cap on live entry tokens; 0 means no cap
+	Grades        []Grade       // Code, Name, Price (minor units), Color
+}
+
+// NewEventInput returns an input with the defaults of a new event (time
+// zone, currency, limit, TTLs, admission rate), for a create form.
+func NewEventInput() EventInput {
+	return EventInput{
+		TimeZone: DefaultTimeZone, Currency: DefaultCurrency, MaxPerAccount: DefaultMaxPerAccount,
+		HoldTTL: DefaultHoldTTL, TokenTTL: DefaultTokenTTL, AdmissionRate: DefaultAdmissionRate,
+	}
+}
+
+// Normalize trims the text fields, upper-cases the currency, and gives a
+// grade without a name its code as name and one without a colour
+// DefaultGradeColor.
+func (in *EventInput) Normalize() {
+	in.Title = strings.TrimSpace(in.Title)
+	in.Description = strings.TrimSpace(in.Description)
+	in.TimeZone = strings.TrimSpace(in.TimeZone)
+	in.Currency = strings.ToUpper(strings.TrimSpace(in.Currency))
+	for i := range in.Grades {
+		g := &in.Grades[i]
+		g.Code = strings.TrimSpace(g.Code)
+		g.Name = strings.TrimSpace(g.Name)
+		g.Color = strings.TrimSpace(g.Color)
+		if g.Name == "" {
+			g.Name = g.Code
+		}
+		if g.Color == "" {
+			g.Color = DefaultGradeColor
+		}
+	}
+}
+
+var (
+	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
+	colorRE    = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+)
+
+// Validate returns an EINVALID error naming every bad field at once, or nil.
+// Fields are keyed by form name: "venue_id", "title" (1 to MaxTitleLen
+// characters), "description" (at most MaxDescriptionLen), "time_zone" (an
+// IANA name), "starts_at" (set, not before the queue opens),
+// "queue_opens_at" (set), "sale_ends_at" (set, after the queue opens),
+// "currency" (three capital letters), "max_per_account" (1 to
+// MaxPerAccountLimit), "hold_ttl" and "token_ttl" (whole seconds up to
+// MaxHoldTTL and MaxTokenTTL), "admission_rate" (1 to MaxAdmissionRate),
+// "max_admitted" (0 or more), "grades" (1 to MaxGrades), and per grade
+// "grades[i].code" (1 to 8 ASCII letters or digits, unique), "grades[i].name"
+// (1 to MaxGradeNameLen characters), "grades[i].price" (1 to MaxPrice minor
+// units) and "grades[i].color" ("#rrggbb"), i counting from 0. It cannot know
+// the venue's seats: the store adds "grades" when a seat's grade is missing.
+// Call Normalize first.
+func (in *EventInput) Validate() error {
+	f := map[string]string{}
+	if in.VenueID <= 0 {
+		f["venue_id"] = "Choose a venue."
+	}
+	switch n := utf8.RuneCountInString(in.Title); {
+	case n == 0:
+		f["title"] = "Enter a title."
+	case n > MaxTitleLen:
+		f["title"] = fmt.Sprintf("Use at most %d characters for the title.", MaxTitleLen)
+	}
+	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
+		f["description"] = fmt.Sprintf("Use at most %d characters for the description.", MaxDescriptionLen)
+	}
+	if _, err := LoadTimeZone(in.TimeZone); err != nil {
+		f["time_zone"] = ErrorMessage(err)
+	}
+	if in.StartsAt.IsZero() {
+		f["starts_at"] = "Enter when the event starts."
+	}
+	if in.QueueOpensAt.IsZero() {
+		f["queue_opens_at"] = "Enter when the queue opens."
+	}
+	if in.SaleEndsAt.IsZero() {
+		f["sale_ends_at"] = "Enter when the sale ends."
+	}
+	if !in.QueueOpensAt.IsZero() {
+		if !in.SaleEndsAt.IsZero() && !in.QueueOpensAt.Before(in.SaleEndsAt) {
+			f["sale_ends_at"] = "The sale must end after the queue opens."
+		}
+		if !in.StartsAt.IsZero() && in.StartsAt.Before(in.QueueOpensAt) {
+			f["starts_at"] = "The event cannot start before the queue opens."
+		}
+	}
+	if !currencyRE.MatchString(in.Currency) {
+		f["currency"] = "Use a three-letter currency code such as KRW."
+	}
+	if in.MaxPerAccount < 1 || in.MaxPerAccount > MaxPerAccountLimit {
+		f["max_per_account"] = fmt.Sprintf("Allow 1 to %d tickets per account.", MaxPerAccountLimit)
+	}
+	if in.HoldTTL < time.Second || in.HoldTTL > MaxHoldTTL || in.HoldTTL%time.Second != 0 {
+		f["hold_ttl"] = fmt.Sprintf("Hold seats for 1 to %d whole seconds.", int(MaxHoldTTL/time.Second))
+	}
+	if in.TokenTTL < time.Second || in.TokenTTL > MaxTokenTTL || in.TokenTTL%time.Second != 0 {
+		f["token_ttl"] = fmt.Sprintf("Let entry tokens last 1 to %d whole seconds.", int(MaxTokenTTL/time.Second))
+	}
+	if in.AdmissionRate < 1 || in.AdmissionRate > MaxAdmissionRate {
+		f["admission_rate"] = fmt.Sprintf("Admit 1 to %d fans per second.", MaxAdmissionRate)
+	}
+	if in.MaxAdmitted < 0 {
+		f["max_admitted"] = "Use 0 for no cap, or a positive number."
+	}
+	switch {
+	case len(in.Grades) == 0:
+		f["grades"] = "Add at least one grade."
+	case len(in.Grades) > MaxGrades:
+		f["grades"] = fmt.Sprintf("Use at most %d grades.", MaxGrades)
+	}
+	seen := map[string]bool{}
+	for i, g := range in.Grades {
+		key := fmt.Sprintf("grades[%d].", i)
+		switch {
+		case !ValidGradeCode(g.Code):
+			f[key+"code"] = "Use 1 to 8 letters or digits for the grade code."
+		case seen[g.Code]:
+			f[key+"code"] = "Another grade has this code."
+		}
+		seen[g.Code] = true
+		if n := utf8.RuneCountInString(g.Name); n == 0 || n > MaxGradeNameLen {
+			f[key+"name"] = fmt.Sprintf("Use 1 to %d characters for the grade name.", MaxGradeNameLen)
+		}
+		if g.Price < 1 || g.Price > MaxPrice {
+			f[key+"price"] = "Enter a price above zero."
+		}
+		if !colorRE.MatchString(g.Color) {
+			f[key+"color"] = "Use a colour such as #c0392b."
+		}
+	}
+	return Invalid(f)
+}
+
 // EventFilter narrows FindEvents. A zero filter lists every event.
 type EventFilter struct {
 	Statuses []string // only these statuses, if any
@@ -92,10 +277,30 @@ type EventFilter struct {
 
 // EventService stores events, their grades and their seats.
 type EventService interface {
-	// FindEventByID returns the event with its grades (with seat counts).
-	// Errors: ENOTFOUND.
+	// CreateEvent validates in and stores a draft event with its grades and a
+	// copy of its venue's seats, all or nothing. Errors: EINVALID with Fields
+	// (Validate's, "venue_id" for an unknown venue, "grades" naming every
+	// grade of the venue's seats that in lacks).
+	CreateEvent(ctx context.Context, in EventInput) (*Event, error)
+	// UpdateEvent validates in and replaces the event's settings and grades.
+	// Errors: ENOTFOUND; EINVALID as CreateEvent; ECONFLICT when the venue
+	// would change once the event has orders, or when a grade with sold seats
+	// would change its price.
+	UpdateEvent(ctx context.Context, id int64, in EventInput) (*Event, error)
+	// PublishEvent puts a draft event on sale. Errors: ENOTFOUND; ECONFLICT
+	// if it is not a draft.
+	PublishEvent(ctx context.Context, id int64) (*Event, error)
+	// CloseEvent ends a draft or on-sale event. Errors: ENOTFOUND; ECONFLICT
+	// if it is closed already.
+	CloseEvent(ctx context.Context, id int64) (*Event, error)
+	// SetAdmission pauses or resumes admission and/or sets its rate (fans per
+	// second); a nil argument keeps its setting. Errors: ENOTFOUND; EINVALID
+	// ("rate" out of range, or both nil, "paused").
+	SetAdmission(ctx context.Context, id int64, paused *bool, rate *int) (*Event, error)
+	// FindEventByID returns the event with its grades, dearest first, with
+	// SeatsTotal and SeatsLeft. Errors: ENOTFOUND.
 	FindEventByID(ctx context.Context, id int64) (*Event, error)
-	// FindEvents lists events by queue opening.
+	// FindEvents lists events by queue opening, without their grades.
 	FindEvents(ctx context.Context, f EventFilter) ([]*Event, error)
 	// EventSeats returns the event's seats with their grade's price, ordered
 	// by section, row and number. Errors: ENOTFOUND.

@@ -1,6 +1,11 @@
 package boxoffice_test
 
 import (
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +46,105 @@ func TestEvent_Location(t *testing.T) {
 	e.TimeZone = "Mars/Olympus"
 	if got := e.Location(); got != time.UTC {
 		t.Errorf("Location() for an unknown zone = %s, want UTC", got)
+	}
+}
+
+func validInput(t *testing.T) boxoffice.EventInput {
+	t.Helper()
+	in := boxoffice.NewEventInput()
+	in.VenueID = 1
+	in.Title = " Winter Gala "
+	in.QueueOpensAt = mustUTC(t, "2026-12-01T11:00:00Z")
+	in.SaleEndsAt = in.QueueOpensAt.Add(24 * time.Hour)
+	in.StartsAt = in.SaleEndsAt
+	in.Currency = "krw"
+	in.Grades = []boxoffice.Grade{{Code: "R", Price: 150000, Color: "#c0392b"}, {Code: "S", Name: "S seat", Price: 120000}}
+	return in
+}
+
+func TestEventInput_Normalize(t *testing.T) {
+	in := validInput(t)
+	in.Normalize()
+	if in.Title != "Winter Gala" || in.Currency != "KRW" || in.Grades[0].Name != "R" || in.Grades[1].Color != boxoffice.DefaultGradeColor {
+		t.Fatalf("Normalize() = %+v, want a trimmed title, KRW, grade R named R and S with the default colour", in)
+	}
+	if in.TimeZone != "Asia/Seoul" || in.MaxPerAccount != 5 || in.HoldTTL != 300*time.Second || in.TokenTTL != 600*time.Second || in.AdmissionRate != 100 {
+		t.Fatalf("NewEventInput defaults = %+v", in)
+	}
+}
+
+func TestEventInput_Validate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(in *boxoffice.EventInput)
+		fields []string
+	}{
+		{"OK", func(in *boxoffice.EventInput) {}, nil},
+		{"OKStartsAtOpening", func(in *boxoffice.EventInput) { in.StartsAt = in.QueueOpensAt }, nil},
+		{"Empty", func(in *boxoffice.EventInput) { *in = boxoffice.EventInput{} }, []string{
+			"venue_id", "title", "time_zone", "starts_at", "queue_opens_at", "sale_ends_at", "currency",
+			"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "grades"}},
+		{"TitleTooLong", func(in *boxoffice.EventInput) { in.Title = strings.Repeat("가", 201) }, []string{"title"}},
+		{"DescriptionTooLong", func(in *boxoffice.EventInput) { in.Description = strings.Repeat("d", 5001) }, []string{"description"}},
+		{"UnknownZone", func(in *boxoffice.EventInput) { in.TimeZone = "Asia/Busan" }, []string{"time_zone"}},
+		{"QueueOpensAtSaleEnd", func(in *boxoffice.EventInput) { in.SaleEndsAt = in.QueueOpensAt }, []string{"sale_ends_at"}},
+		{"StartBeforeQueue", func(in *boxoffice.EventInput) { in.StartsAt = in.QueueOpensAt.Add(-time.Minute) }, []string{"starts_at"}},
+		{"Limits", func(in *boxoffice.EventInput) {
+			in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate, in.MaxAdmitted = 21, 1500*time.Millisecond, 7201*time.Second, 100001, -1
+		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_admitted"}},
+		{"Currency", func(in *boxoffice.EventInput) { in.Currency = "WON!" }, []string{"currency"}},
+		{"Grades", func(in *boxoffice.EventInput) {
+			in.Grades = []boxoffice.Grade{
+				{Code: "R S", Name: "R", Price: 1, Color: "#000000"},
+				{Code: "A", Name: strings.Repeat("n", 61), Price: 0, Color: "red"},
+				{Code: "A", Name: "A", Price: -5, Color: "#000000"},
+			}
+		}, []string{"grades[0].code", "grades[1].name", "grades[1].price", "grades[1].color", "grades[2].code", "grades[2].price"}},
+		{"TooManyGrades", func(in *boxoffice.EventInput) {
+			in.Grades = nil
+			for i := range 21 {
+				in.Grades = append(in.Grades, boxoffice.Grade{Code: fmt.Sprintf("G%d", i), Name: "G", Price: 1, Color: "#000000"})
+			}
+		}, []string{"grades"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := validInput(t)
+			in.Normalize()
+			tt.change(&in)
+			err := in.Validate()
+			if tt.fields == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v %v, want nil", err, err.(*boxoffice.Error).Fields)
+				}
+				return
+			}
+			var e *boxoffice.Error
+			if !errorsAs(err, &e) || e.Code != boxoffice.EINVALID {
+				t.Fatalf("Validate() = %v, want %s", err, boxoffice.EINVALID)
+			}
+			got := slices.Sorted(maps.Keys(e.Fields))
+			if want := slices.Sorted(slices.Values(tt.fields)); !slices.Equal(got, want) {
+				t.Fatalf("fields = %v\nwant %v\n(%v)", got, want, e.Fields)
+			}
+		})
+	}
+}
+
+// Input gives back what saves the event unchanged.
+func TestEvent_Input(t *testing.T) {
+	in := validInput(t)
+	in.Normalize()
+	e := boxoffice.Event{
+		VenueID: in.VenueID, Title: in.Title, TimeZone: in.TimeZone, StartsAt: in.StartsAt, QueueOpensAt: in.QueueOpensAt,
+		SaleEndsAt: in.SaleEndsAt, Currency: in.Currency, MaxPerAccount: in.MaxPerAccount, HoldTTL: in.HoldTTL,
+		TokenTTL: in.TokenTTL, AdmissionRate: in.AdmissionRate, Status: boxoffice.EventOnSale,
+	}
+	for _, g := range in.Grades {
+		g.SeatsTotal, g.SeatsLeft = 10, 3
+		e.Grades = append(e.Grades, g)
+	}
+	if got := e.Input(); !reflect.DeepEqual(got, in) {
+		t.Fatalf("Input() = %+v\nwant %+v", got, in)
 	}
 }

@@ -1,0 +1,211 @@
+// Package demo holds the demo venues, embedded in the binary (see
+// venues/README.md for what in them is fact and what is estimated), and Seed,
+// which fills an empty database with them, an event on sale at each, an admin
+// and a few fans, so that a new clone opens on a working sale.
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
+)
+
+// Files holds the demo venues under venues/: the two CSV seat maps, the
+// concert hall as a pretix seating plan, and their README.
+//
+//go:embed venues
+var Files embed.FS
+
+// The demo accounts' e-mail addresses.
+const (
+	AdminEmail = "admin@boxoffice.test"
+	FanEmail   = "fan%d@boxoffice.test" // fan1 to fan<Fans>
+	Fans       = 3
+)
+
+// venue is one demo venue and the event Seed puts on sale there.
+type venue struct {
+	name, file         string
+	title, description string
+	grades             []boxoffice.Grade // prices in KRW
+}
+
+var venues = []venue{
+	{
+		name: "Seoul Arts Center Concert Hall", file: "venues/seoul_arts_center_concert_hall.csv",
+		title:       "Winter Symphony Gala (demo)",
+		description: "A demo event: an evening of symphonies in a 2,523-seat concert hall on three levels, choir seats included.",
+		grades: []boxoffice.Grade{
+			{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"},
+			{Code: "S", Name: "S seat", Price: 120000, Color: "#e67e22"},
+			{Code: "A", Name: "A seat", Price: 90000, Color: "#f1c40f"},
+			{Code: "B", Name: "B seat", Price: 60000, Color: "#27ae60"},
+			{Code: "C", Name: "C seat", Price: 40000, Color: "#2980b9"},
+		},
+	},
+	{
+		name: "Inspire Arena", file: "venues/inspire_arena.csv",
+		title:       "Arena Live Tour (demo)",
+		description: "A demo event: a sell-out concert in a 15,000-seat arena, floor blocks and three tiers.",
+		grades: []boxoffice.Grade{
+			{Code: "VIP", Name: "VIP seat", Price: 220000, Color: "#8e44ad"},
+			{Code: "R", Name: "R seat", Price: 176000, Color: "#c0392b"},
+			{Code: "S", Name: "S seat", Price: 154000, Color: "#e67e22"},
+			{Code: "A", Name: "A seat", Price: 132000, Color: "#f1c40f"},
+		},
+	},
+}
+
+// Options tunes Seed.
+type Options struct {
+	// Password, if set, is every demo account's password (for scripts and
+	// tests); otherwise each account gets a random one.
+	Password string
+	// BcryptCost is the accounts' bcrypt cost (bcrypt.DefaultCost when 0).
+	BcryptCost int
+}
+
+// Login is a demo account to print. Password is "" when the account existed
+// already and kept its password.
+type Login struct {
+	Email    string
+	Password string
+	Role     string
+}
+
+// Result is what Seed did.
+type Result struct {
+	// Skipped says why nothing was created ("" when Seed created the demo).
+	Skipped string
+	Logins  []Login
+	Venues  []*boxoffice.Venue
+	Events  []*boxoffice.Event
+}
+
+// seedLock is the PostgreSQL advisory lock key that keeps two seeds apart.
+const seedLock = 4242003
+
+// Seed fills a database that has no venues with the demo: an admin
+// (AdminEmail) and Fans fan accounts (through store.Accounts, bcrypt), both
+// demo venues, and on each a published event in Asia/Seoul, KRW, with
+// default limits, whose queue opened a minute ago (times whole minutes, so
+// that datetime-local inputs show them exactly), whose sale ends in 30 days
+// and which starts in 31 days. An account that exists already is kept with
+// its password.
+//
+// On a database that has a venue, or while another Seed holds the lock (a
+// PostgreSQL advisory lock, so concurrent seeds create the demo once), it
+// does nothing and says why in Result.Skipped. The steps are not one
+// transaction: a seed that fails half-way leaves what it created, and a
+// second seed then skips.
+func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, seedLock).Scan(&locked); err != nil {
+		return nil, fmt.Errorf("seed: lock: %w", err)
+	}
+	if !locked {
+		return &Result{Skipped: "another seed-demo is running"}, nil
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, seedLock)
+	var hasVenues bool
+	if err := conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM venue)`).Scan(&hasVenues); err != nil {
+		return nil, fmt.Errorf("seed: look for venues: %w", err)
+	}
+	if hasVenues {
+		return &Result{Skipped: "the database has venues already"}, nil
+	}
+
+	res := &Result{}
+	accounts := &store.Accounts{DB: db, Cost: opt.BcryptCost}
+	signups := []boxoffice.Signup{{Email: AdminEmail, Name: "Demo admin", Role: boxoffice.RoleAdmin}}
+	for i := 1; i <= Fans; i++ {
+		signups = append(signups, boxoffice.Signup{Email: fmt.Sprintf(FanEmail, i), Name: fmt.Sprintf("Demo fan %d", i), Role: boxoffice.RoleFan})
+	}
+	for _, su := range signups {
+		su.Password = opt.Password
+		if su.Password == "" {
+			su.Password = rand.Text()[:16] // 80 random bits
+		}
+		l := Login{Email: su.Email, Password: su.Password, Role: su.Role}
+		_, err := accounts.CreateAccount(ctx, su)
+		var e *boxoffice.Error
+		if errors.As(err, &e) && e.Fields["email"] != "" && len(e.Fields) == 1 {
+			l.Password = "" // the e-mail is taken: keep that account as it is
+		} else if err != nil {
+			return nil, fmt.Errorf("seed: account %s: %w", su.Email, err)
+		}
+		res.Logins = append(res.Logins, l)
+	}
+
+	vs, es := &store.Venues{DB: db}, &store.Events{DB: db}
+	now := db.Now().UTC().Truncate(time.Minute)
+	for _, v := range venues {
+		f, err := Files.Open(v.file)
+		if err != nil {
+			return nil, fmt.Errorf("seed: %w", err)
+		}
+		seats, err := boxoffice.ParseSeatCSV(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("seed: %s: %w (%v)", v.file, err, boxoffice.ErrorProblems(err))
+		}
+		venue, err := vs.CreateVenue(ctx, v.name, seats)
+		if err != nil {
+			return nil, fmt.Errorf("seed: venue %s: %w", v.name, err)
+		}
+		res.Venues = append(res.Venues, venue)
+		in := boxoffice.NewEventInput()
+		in.VenueID, in.Title, in.Description, in.Grades = venue.ID, v.title, v.description, v.grades
+		in.QueueOpensAt = now.Add(-time.Minute)
+		in.SaleEndsAt = now.AddDate(0, 0, 30)
+		in.StartsAt = now.AddDate(0, 0, 31)
+		ev, err := es.CreateEvent(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("seed: event %s: %w", v.title, err)
+		}
+		if ev, err = es.PublishEvent(ctx, ev.ID); err != nil {
+			return nil, fmt.Errorf("seed: publish %s: %w", v.title, err)
+		}
+		res.Events = append(res.Events, ev)
+	}
+	return res, nil
+}
+
+// Print writes the result for a person at a terminal: the log-ins with their
+// passwords, the venues and the events, or why nothing was done.
+func (r *Result) Print(w io.Writer) error {
+	if r.Skipped != "" {
+		_, err := fmt.Fprintf(w, "seed-demo: nothing to do: %s.\n", r.Skipped)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "Demo data created. Log in with:")
+	for _, l := range r.Logins {
+		pw := l.Password
+		if pw == "" {
+			pw = "(account existed; password unchanged)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Role, l.Email, pw)
+	}
+	for _, v := range r.Venues {
+		fmt.Fprintf(tw, "  venue %d\t%s\t%d seats\n", v.ID, v.Name, v.Seats)
+	}
+	for _, e := range r.Events {
+		fmt.Fprintf(tw, "  event %d\t%s\t%s, queue open since %s\n", e.ID, e.Title, e.Status,
+			e.QueueOpensAt.In(e.Location()).Format("2006-01-02 15:04 MST"))
+	}
+	return tw.Flush()
+}

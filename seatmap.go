@@ -1,0 +1,818 @@
+package boxoffice
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of a seat map. The schema (migrations/00002) holds the same limits
+// for labels, rows, numbers and grade codes.
+const (
+	MaxSeatMapBytes    = 4 << 20 // bytes of an imported seat-map file
+	MaxSeats           = 20000   // seats in one map
+	MaxSectionRows     = 200     // rows of one generated section
+	MaxSectionSeats    = 200     // seats per row of one generated section
+	MaxSectionLen      = 40      // characters (runes) of a section name
+	MaxSeatMapProblems = 100     // problems listed in one error; the rest are counted
+	MaxSeatCoordinate  = 1e6     // bound on |x| and |y|, in layout units
+)
+
+// Layout units of seat maps: where a map has no positions of its own, seats
+// are laid out on this grid with sections side by side, SectionGap apart.
+const (
+	SeatPitch  = 12
+	RowPitch   = 14
+	SectionGap = 2 * SeatPitch
+)
+
+// seatCSVHeader is the header WriteSeatCSV writes and the parser recognises.
+var seatCSVHeader = []string{"section", "row", "number", "grade", "x", "y"}
+
+// ErrorProblems returns the list of problems of a seat-map error (the
+// Details["problems"] member of the first *Error in err's chain, one sentence
+// per problem such as `line 7: duplicate seat A-1-3 (also on line 5)`, at most
+// MaxSeatMapProblems of them and then "and N more problems"), or nil.
+func ErrorProblems(err error) []string {
+	var e *Error
+	if errors.As(err, &e) {
+		p, _ := e.Details["problems"].([]string)
+		return p
+	}
+	return nil
+}
+
+// SeatMapOptions tunes the seat-map parsers. The zero value accepts any valid
+// grade code.
+type SeatMapOptions struct {
+	// Grades, if not empty, lists the only grade codes seats may have; a seat
+	// of another grade is an "unknown grade" problem.
+	Grades []string
+}
+
+// ParseSeatCSV reads a seat map as CSV (RFC 4180, through encoding/csv) with
+// the columns section,row,number,grade and optionally x,y, after an optional
+// header line naming them. See SeatMapOptions.ParseCSV.
+func ParseSeatCSV(r io.Reader) ([]Seat, error) { return SeatMapOptions{}.ParseCSV(r) }
+
+// ParsePretixPlan reads a pretix seating plan (JSON). See
+// SeatMapOptions.ParsePretix.
+func ParsePretixPlan(data []byte) ([]Seat, error) { return SeatMapOptions{}.ParsePretix(data) }
+
+// ParseSeatMap reads a CSV seat map or a pretix seating plan. See
+// SeatMapOptions.Parse.
+func ParseSeatMap(filename string, data []byte) ([]Seat, error) {
+	return SeatMapOptions{}.Parse(filename, data)
+}
+
+// Parse reads an uploaded seat map, CSV or pretix JSON, chosen by its content:
+// a file whose first non-blank character is '{' or '[', or whose name ends in
+// ".json", is read as JSON; other text with commas as CSV. filename is only
+// that hint and may be empty. Errors as ParseCSV, including a file over
+// MaxSeatMapBytes, an empty file and one that is neither CSV nor JSON.
+func (o SeatMapOptions) Parse(filename string, data []byte) ([]Seat, error) {
+	var p problems
+	if len(data) > MaxSeatMapBytes {
+		p.tooLarge(len(data))
+		return nil, p.err()
+	}
+	text := bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
+	switch {
+	case len(text) == 0:
+		p.add("the file is empty")
+	case text[0] == '{' || text[0] == '[' || strings.EqualFold(filepath.Ext(filename), ".json"):
+		return o.ParsePretix(data)
+	case !isText(text) || !bytes.ContainsRune(text, ','):
+		p.add("the file is neither CSV (section,row,number,grade[,x,y]) nor a pretix seating plan (JSON)")
+	default:
+		return o.parseCSV(data)
+	}
+	return nil, p.err()
+}
+
+// ParseCSV reads a seat map as CSV (RFC 4180, through encoding/csv): one seat
+// per line with the columns section,row,number,grade and optionally x,y (every
+// line as many as the first), after an optional header line naming them. A
+// UTF-8 byte order mark and spaces around fields are ignored. Seats are
+// returned in file order with Label set; when the file has no x,y columns the
+// seats get the default layout (sections side by side, SeatPitch and
+// RowPitch) and HasXY false.
+//
+// Errors: one EINVALID *Error whose Details["problems"] (see ErrorProblems)
+// lists every problem at once, each naming its line (1-based, the header
+// counted): an empty field, a section over MaxSectionLen characters, a row or
+// number that is not a whole number from 1 to 9999 without a leading zero, a
+// grade that is not 1 to 8 ASCII letters or digits or not in o.Grades, an x or
+// y that is not a finite number within ±MaxSeatCoordinate, a wrong number of
+// columns, a duplicate seat (same section-row-number), a malformed quote, more
+// than MaxSeats seats, no seats, a file over MaxSeatMapBytes or one that is not
+// text. At most MaxSeatMapProblems are listed and the rest counted. A failed
+// read of r is returned wrapped, not as *Error.
+func (o SeatMapOptions) ParseCSV(r io.Reader) ([]Seat, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxSeatMapBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read seat map: %w", err)
+	}
+	if len(data) > MaxSeatMapBytes {
+		var p problems
+		p.tooLarge(len(data))
+		return nil, p.err()
+	}
+	return o.parseCSV(data)
+}
+
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// isText reports whether b is UTF-8 without NUL bytes, which rules out the
+// binary files (images, spreadsheets) people upload by mistake.
+func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
+
+func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
+	var p problems
+	data = bytes.TrimPrefix(data, utf8BOM)
+	if !isText(data) {
+		p.add("the file is not a CSV text file")
+		return nil, p.err()
+	}
+	allowed := gradeSet(o.Grades)
+	r := csv.NewReader(bytes.NewReader(data))
+	r.FieldsPerRecord = -1 // the column count is checked below, with a better message
+	var (
+		seats   []Seat
+		width   int // columns of every line: 4 or 6, set by the header or the first seat
+		records int // seat lines, valid or not
+		first   = map[string]int{}
+	)
+	for i := 0; ; i++ {
+		rec, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		var pe *csv.ParseError
+		if errors.As(err, &pe) {
+			p.add("line %d: %v", pe.Line, pe.Err)
+			continue
+		} else if err != nil {
+			return nil, fmt.Errorf("read seat map: %w", err)
+		}
+		line, _ := r.FieldPos(0)
+		for j := range rec {
+			rec[j] = strings.TrimSpace(rec[j])
+		}
+		if i == 0 && isSeatCSVHeader(rec) {
+			if len(rec) == 4 || len(rec) == 6 {
+				width = len(rec)
+			} else {
+				p.add("line %d: the header has %d columns; want section,row,number,grade or section,row,number,grade,x,y", line, len(rec))
+			}
+			continue
+		}
+		records++
+		switch {
+		case width == 0 && (len(rec) == 4 || len(rec) == 6):
+			width = len(rec)
+		case width == 0:
+			p.add("line %d: has %s; want 4 (section,row,number,grade) or 6 (section,row,number,grade,x,y)", line, fields(len(rec)))
+			continue
+		case len(rec) != width:
+			p.add("line %d: has %s; want %d like the lines before", line, fields(len(rec)), width)
+			continue
+		}
+		s := Seat{Section: rec[0], Row: rec[1], Number: rec[2], Grade: rec[3], HasXY: width == 6}
+		bad := false
+		report := func(field, problem string) { bad = true; p.add("line %d: %s %s", line, field, problem) }
+		checkSeat(s, allowed, report)
+		if width == 6 {
+			s.X = parseCoordinate(rec[4], func(problem string) { report("x", problem) })
+			s.Y = parseCoordinate(rec[5], func(problem string) { report("y", problem) })
+		}
+		if bad {
+			continue
+		}
+		s.Label = SeatLabel(s.Section, s.Row, s.Number)
+		if at, dup := first[s.Label]; dup {
+			p.add("line %d: duplicate seat %s (also on line %d)", line, s.Label, at)
+			continue
+		}
+		first[s.Label] = line
+		seats = append(seats, s)
+	}
+	if records == 0 && p.empty() {
+		p.add("the file has no seats")
+	}
+	p.tooMany(records)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	if width == 4 {
+		layOut(seats)
+	}
+	return seats, nil
+}
+
+func fields(n int) string {
+	if n == 1 {
+		return "1 field"
+	}
+	return fmt.Sprintf("%d fields", n)
+}
+
+func isSeatCSVHeader(rec []string) bool {
+	return len(rec) >= 4 && strings.EqualFold(rec[0], "section") && strings.EqualFold(rec[1], "row") &&
+		strings.EqualFold(rec[2], "number") && strings.EqualFold(rec[3], "grade")
+}
+
+// ParsePretix reads a seating plan in pretix's format (JSON, schema
+// src/pretix/static/seating/seating-plan.schema.json of pretix/pretix): the
+// plan's categories become grade codes (category name = grade code), each
+// zone's name the section, each row's row_number the row and each seat's
+// seat_number the number; a seat's position is the sum of its zone's, its
+// row's and its own position (integers or decimals; zone and row positions
+// may be missing and count as 0). size, areas and members this importer does
+// not use are ignored. Seats are returned in file order with Label set and
+// HasXY true.
+//
+// Errors: one EINVALID *Error as ParseCSV's, each problem naming its JSON
+// path (for example `zones[2].rows[0].seats[5].category`): invalid JSON (with
+// line and column), a member missing or of the wrong type, an empty zone
+// name, a row or seat number that is not a whole number from 1 to 9999, a
+// category name that is not a valid grade code or not in o.Grades, a seat
+// whose category the plan does not list, a duplicate seat, more than
+// MaxSeats seats, no seats, or a file over MaxSeatMapBytes.
+func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
+	var p problems
+	if len(data) > MaxSeatMapBytes {
+		p.tooLarge(len(data))
+		return nil, p.err()
+	}
+	data = bytes.TrimPrefix(data, utf8BOM)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var doc any
+	err := dec.Decode(&doc)
+	if err == nil && dec.More() {
+		err = errors.New("extra data after the plan")
+	}
+	if err != nil {
+		p.add("the file is not valid JSON: %s", jsonErrorText(data, err, dec.InputOffset()))
+		return nil, p.err()
+	}
+	w := jsonWalker{p: &p}
+	plan, ok := doc.(map[string]any)
+	if !ok {
+		p.add("the file is JSON but not a pretix seating plan (an object with categories and zones)")
+		return nil, p.err()
+	}
+
+	// Categories: valid ones become grades; invalid ones are reported once
+	// here rather than on each of their seats.
+	allowed := gradeSet(o.Grades)
+	known, reported := map[string]bool{}, map[string]bool{}
+	for i, c := range w.array(plan, "categories", "categories") {
+		path := fmt.Sprintf("categories[%d]", i)
+		cat, ok := w.object(c, path)
+		if !ok {
+			continue
+		}
+		name, ok := w.str(cat, "name", path+".name")
+		if !ok {
+			continue
+		}
+		reported[name] = true
+		checkGrade(name, allowed, func(problem string) { p.add("%s.name: grade %s", path, problem); ok = false })
+		if ok {
+			known[name] = true
+		}
+	}
+
+	var (
+		seats []Seat
+		count int
+		first = map[string]string{}
+	)
+	for zi, z := range w.array(plan, "zones", "zones") {
+		zpath := fmt.Sprintf("zones[%d]", zi)
+		zone, ok := w.object(z, zpath)
+		if !ok {
+			continue
+		}
+		section, sectionOK := w.str(zone, "name", zpath+".name")
+		if sectionOK {
+			section = strings.TrimSpace(section)
+			checkSection(section, func(problem string) { p.add("%s.name: %s", zpath, problem); sectionOK = false })
+		}
+		zx, zy, _ := w.position(zone, zpath, false)
+		for ri, r := range w.array(zone, "rows", zpath+".rows") {
+			rpath := fmt.Sprintf("%s.rows[%d]", zpath, ri)
+			row, ok := w.object(r, rpath)
+			if !ok {
+				continue
+			}
+			rowNumber, rowOK := w.str(row, "row_number", rpath+".row_number")
+			if rowOK {
+				rowNumber = strings.TrimSpace(rowNumber)
+				checkSeatNumber(rowNumber, func(problem string) { p.add("%s.row_number: %s", rpath, problem); rowOK = false })
+			}
+			rx, ry, _ := w.position(row, rpath, false)
+			for si, st := range w.array(row, "seats", rpath+".seats") {
+				count++
+				spath := fmt.Sprintf("%s.seats[%d]", rpath, si)
+				seat, ok := w.object(st, spath)
+				if !ok {
+					continue
+				}
+				number, numberOK := w.str(seat, "seat_number", spath+".seat_number")
+				if numberOK {
+					number = strings.TrimSpace(number)
+					checkSeatNumber(number, func(problem string) { p.add("%s.seat_number: %s", spath, problem); numberOK = false })
+				}
+				category, categoryOK := w.str(seat, "category", spath+".category")
+				if categoryOK && !known[category] {
+					categoryOK = false
+					if _, listed := plan["categories"].([]any); listed && !reported[category] {
+						p.add("%s.category: unknown grade %q (not among the plan's categories)", spath, category)
+					}
+				}
+				sx, sy, posOK := w.position(seat, spath, true)
+				if !sectionOK || !rowOK || !numberOK || !categoryOK || !posOK {
+					continue
+				}
+				s := Seat{
+					Label: SeatLabel(section, rowNumber, number), Section: section, Row: rowNumber, Number: number,
+					Grade: category, X: zx + rx + sx, Y: zy + ry + sy, HasXY: true,
+				}
+				if checkCoordinate(s.X) != "" || checkCoordinate(s.Y) != "" {
+					p.add("%s.position: the absolute position (%g, %g) is beyond ±%g", spath, s.X, s.Y, float64(MaxSeatCoordinate))
+					continue
+				}
+				if at, dup := first[s.Label]; dup {
+					p.add("%s: duplicate seat %s (also at %s)", spath, s.Label, at)
+					continue
+				}
+				first[s.Label] = spath
+				seats = append(seats, s)
+			}
+		}
+	}
+	if count == 0 && p.empty() {
+		p.add("the plan has no seats")
+	}
+	p.tooMany(count)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return seats, nil
+}
+
+// jsonErrorText describes a JSON decoding error with the line and column of
+// the byte it happened at; end is where decoding stopped.
+func jsonErrorText(data []byte, err error, end int64) string {
+	at := end // 0-based index of the offending byte
+	var se *json.SyntaxError
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	switch {
+	case errors.As(err, &se):
+		at = se.Offset - 1 // Offset counts the bytes read, the bad one included
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		at, msg = int64(len(data)), "it ends too early"
+	default: // extra data: point at its first byte
+		for at < int64(len(data)) && strings.IndexByte(" \t\r\n", data[at]) >= 0 {
+			at++
+		}
+	}
+	at = min(max(at, 0), int64(len(data)))
+	before := data[:at]
+	line := bytes.Count(before, []byte{'\n'}) + 1
+	col := len(before) - (bytes.LastIndexByte(before, '\n') + 1) + 1
+	return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
+}
+
+// jsonWalker reads members of a decoded JSON document (decoded with
+// UseNumber), reporting each missing or mistyped member under its path.
+type jsonWalker struct{ p *problems }
+
+func (w jsonWalker) object(v any, path string) (map[string]any, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		w.p.add("%s: must be an object", path)
+	}
+	return m, ok
+}
+
+func (w jsonWalker) array(m map[string]any, key, path string) []any {
+	v, ok := m[key]
+	if !ok {
+		w.p.add("%s: is missing", path)
+		return nil
+	}
+	a, ok := v.([]any)
+	if !ok {
+		w.p.add("%s: must be an array", path)
+	}
+	return a
+}
+
+func (w jsonWalker) str(m map[string]any, key, path string) (string, bool) {
+	v, ok := m[key]
+	if !ok || v == nil {
+		w.p.add("%s: is missing", path)
+		return "", false
+	}
+	s, ok := v.(string)
+	if !ok {
+		w.p.add("%s: must be a string", path)
+		return "", false
+	}
+	if strings.TrimSpace(s) == "" {
+		w.p.add("%s: is empty", path)
+		return "", false
+	}
+	return s, true
+}
+
+// position reads m's "position" member {"x": n, "y": n}. A missing position
+// is a problem only if required; otherwise it is (0, 0).
+func (w jsonWalker) position(m map[string]any, path string, required bool) (x, y float64, ok bool) {
+	path += ".position"
+	v, present := m["position"]
+	if !present || v == nil {
+		if required {
+			w.p.add("%s: is missing", path)
+		}
+		return 0, 0, !required
+	}
+	pos, ok := w.object(v, path)
+	if !ok {
+		return 0, 0, false
+	}
+	x, okX := w.number(pos, "x", path+".x")
+	y, okY := w.number(pos, "y", path+".y")
+	return x, y, okX && okY
+}
+
+func (w jsonWalker) number(m map[string]any, key, path string) (float64, bool) {
+	v, ok := m[key]
+	if !ok {
+		w.p.add("%s: is missing", path)
+		return 0, false
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		w.p.add("%s: must be a number", path)
+		return 0, false
+	}
+	ok = true
+	f := parseCoordinate(n.String(), func(problem string) { w.p.add("%s: %s", path, problem); ok = false })
+	return f, ok
+}
+
+// WriteSeatCSV writes seats as CSV in the format ParseSeatCSV reads: the
+// header section,row,number,grade,x,y, then one line per seat in the given
+// order, x and y always written in the shortest form that reads back to the
+// same float64. ParseSeatCSV of the output returns the same seats (with
+// HasXY true). Errors: those of w.
+func WriteSeatCSV(w io.Writer, seats []Seat) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(seatCSVHeader); err != nil {
+		return fmt.Errorf("write seat map: %w", err)
+	}
+	for _, s := range seats {
+		rec := []string{s.Section, s.Row, s.Number, s.Grade,
+			strconv.FormatFloat(s.X, 'f', -1, 64), strconv.FormatFloat(s.Y, 'f', -1, 64)}
+		if err := cw.Write(rec); err != nil {
+			return fmt.Errorf("write seat map: %w", err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write seat map: %w", err)
+	}
+	return nil
+}
+
+// SectionSpec is one section of the seat-map generator: Rows rows of
+// SeatsPerRow seats each, all of grade Grade.
+type SectionSpec struct {
+	Name        string
+	Rows        int
+	SeatsPerRow int
+	Grade       string
+}
+
+// GenerateSeats builds a seat map from sections laid out side by side in the
+// given order (SeatPitch, RowPitch, SectionGap apart; row 1 nearest the
+// stage), labelled section-row-number with rows and numbers from 1. HasXY is
+// false, as for any default layout.
+//
+// Errors: EINVALID with Fields naming every bad input at once, keyed
+// "sections" (none given, more than MaxSeats seats in all) and
+// "sections[i].name" (empty, too long, repeated), "sections[i].rows"
+// (1 to MaxSectionRows), "sections[i].seats_per_row" (1 to MaxSectionSeats)
+// and "sections[i].grade" (1 to 8 ASCII letters or digits), i counting from 0.
+func GenerateSeats(sections []SectionSpec) ([]Seat, error) {
+	f := map[string]string{}
+	total := 0
+	seen := map[string]bool{}
+	for i, sec := range sections {
+		key := fmt.Sprintf("sections[%d].", i)
+		name := strings.TrimSpace(sec.Name)
+		checkSection(name, func(problem string) { f[key+"name"] = "The section name " + problem + "." })
+		if seen[name] && name != "" {
+			f[key+"name"] = "Another section has this name."
+		}
+		seen[name] = true
+		if sec.Rows < 1 || sec.Rows > MaxSectionRows {
+			f[key+"rows"] = fmt.Sprintf("Use 1 to %d rows.", MaxSectionRows)
+		}
+		if sec.SeatsPerRow < 1 || sec.SeatsPerRow > MaxSectionSeats {
+			f[key+"seats_per_row"] = fmt.Sprintf("Use 1 to %d seats per row.", MaxSectionSeats)
+		}
+		checkGrade(strings.TrimSpace(sec.Grade), nil, func(problem string) { f[key+"grade"] = "The grade " + problem + "." })
+		total += max(sec.Rows, 0) * max(sec.SeatsPerRow, 0)
+	}
+	switch {
+	case len(sections) == 0:
+		f["sections"] = "Add at least one section."
+	case total > MaxSeats:
+		f["sections"] = fmt.Sprintf("These sections have %d seats; a map has at most %d.", total, MaxSeats)
+	}
+	if err := Invalid(f); err != nil {
+		return nil, err
+	}
+	seats := make([]Seat, 0, total)
+	for _, sec := range sections {
+		name, grade := strings.TrimSpace(sec.Name), strings.TrimSpace(sec.Grade)
+		for r := 1; r <= sec.Rows; r++ {
+			for n := 1; n <= sec.SeatsPerRow; n++ {
+				row, number := strconv.Itoa(r), strconv.Itoa(n)
+				seats = append(seats, Seat{Label: SeatLabel(name, row, number), Section: name, Row: row, Number: number, Grade: grade})
+			}
+		}
+	}
+	layOut(seats)
+	return seats, nil
+}
+
+// ValidateSeats checks a seat map that did not come from a parser (the same
+// rules as ParseCSV: fields, duplicates, MaxSeats, at least one seat). Labels
+// are not read: they follow from section, row and number. Errors: EINVALID
+// with Details["problems"], each naming the seat by its index from 0.
+func ValidateSeats(seats []Seat) error {
+	var p problems
+	first := map[string]int{}
+	for i, s := range seats {
+		bad := false
+		checkSeat(s, nil, func(field, problem string) { bad = true; p.add("seat %d: %s %s", i, field, problem) })
+		for _, c := range []struct {
+			name string
+			v    float64
+		}{{"x", s.X}, {"y", s.Y}} {
+			if problem := checkCoordinate(c.v); problem != "" {
+				bad = true
+				p.add("seat %d: %s %s", i, c.name, problem)
+			}
+		}
+		if bad {
+			continue
+		}
+		label := SeatLabel(s.Section, s.Row, s.Number)
+		if at, dup := first[label]; dup {
+			p.add("seat %d: duplicate seat %s (also seat %d)", i, label, at)
+			continue
+		}
+		first[label] = i
+	}
+	if len(seats) == 0 {
+		p.add("the map has no seats")
+	}
+	p.tooMany(len(seats))
+	return p.err()
+}
+
+// GradeCount is the number of seats of one grade in a seat map.
+type GradeCount struct {
+	Grade string
+	Seats int
+}
+
+// CountByGrade counts seats per grade, in the order each grade first appears.
+func CountByGrade(seats []Seat) []GradeCount {
+	var counts []GradeCount
+	at := map[string]int{}
+	for _, s := range seats {
+		i, ok := at[s.Grade]
+		if !ok {
+			i = len(counts)
+			at[s.Grade] = i
+			counts = append(counts, GradeCount{Grade: s.Grade})
+		}
+		counts[i].Seats++
+	}
+	return counts
+}
+
+// SeatMapBounds returns the smallest rectangle holding every seat's position
+// (layout units), for an SVG viewBox; all zero for no seats. Callers add a
+// margin of a seat pitch or so, since a seat is drawn around its point.
+func SeatMapBounds(seats []Seat) (minX, minY, maxX, maxY float64) {
+	for i, s := range seats {
+		if i == 0 {
+			minX, minY, maxX, maxY = s.X, s.Y, s.X, s.Y
+			continue
+		}
+		minX, minY = min(minX, s.X), min(minY, s.Y)
+		maxX, maxY = max(maxX, s.X), max(maxY, s.Y)
+	}
+	return minX, minY, maxX, maxY
+}
+
+// layOut gives seats the default layout: sections side by side in the order
+// they first appear, each as wide as its longest row, seat n of row r at
+// (offset + (n-1)·SeatPitch, (r-1)·RowPitch). Row and Number must be valid.
+func layOut(seats []Seat) {
+	var order []string
+	width := map[string]int{}
+	for _, s := range seats {
+		n, _ := strconv.Atoi(s.Number)
+		if _, ok := width[s.Section]; !ok {
+			order = append(order, s.Section)
+		}
+		width[s.Section] = max(width[s.Section], n)
+	}
+	offset := map[string]float64{}
+	x := 0.0
+	for _, sec := range order {
+		offset[sec] = x
+		x += float64((width[sec]-1)*SeatPitch + SectionGap + SeatPitch)
+	}
+	for i := range seats {
+		r, _ := strconv.Atoi(seats[i].Row)
+		n, _ := strconv.Atoi(seats[i].Number)
+		seats[i].X = offset[seats[i].Section] + float64((n-1)*SeatPitch)
+		seats[i].Y = float64((r - 1) * RowPitch)
+		seats[i].HasXY = false
+	}
+}
+
+// checkSeat reports each bad field of s (not x and y) as report(field, problem).
+func checkSeat(s Seat, allowed map[string]bool, report func(field, problem string)) {
+	checkSection(s.Section, func(problem string) { report("section", problem) })
+	checkSeatNumber(s.Row, func(problem string) { report("row", problem) })
+	checkSeatNumber(s.Number, func(problem string) { report("number", problem) })
+	checkGrade(s.Grade, allowed, func(problem string) { report("grade", problem) })
+}
+
+func checkSection(s string, report func(problem string)) {
+	switch {
+	case s == "":
+		report("is empty")
+	case utf8.RuneCountInString(s) > MaxSectionLen:
+		report(fmt.Sprintf("is longer than %d characters", MaxSectionLen))
+	case strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
+		report("contains a control character")
+	}
+}
+
+// checkSeatNumber checks a row or seat number: the schema's
+// ^[1-9][0-9]{0,3}$, a whole number from 1 to 9999 without a leading zero.
+func checkSeatNumber(s string, report func(problem string)) {
+	if s == "" {
+		report("is empty")
+		return
+	}
+	ok := len(s) <= 4 && s[0] >= '1' && s[0] <= '9'
+	for i := 1; ok && i < len(s); i++ {
+		ok = s[i] >= '0' && s[i] <= '9'
+	}
+	if !ok {
+		report(fmt.Sprintf("must be a whole number from 1 to 9999 without a leading zero, not %q", s))
+	}
+}
+
+// ValidGradeCode reports whether code is a grade code: 1 to 8 ASCII letters
+// or digits (the schema's ^[A-Za-z0-9]{1,8}$).
+func ValidGradeCode(code string) bool {
+	if len(code) < 1 || len(code) > 8 {
+		return false
+	}
+	for _, r := range code {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func checkGrade(code string, allowed map[string]bool, report func(problem string)) {
+	switch {
+	case code == "":
+		report("is empty")
+	case !ValidGradeCode(code):
+		report(fmt.Sprintf("must be 1 to 8 letters or digits, not %q", code))
+	case allowed != nil && !allowed[code]:
+		report(fmt.Sprintf("%q is unknown (known grades: %s)", code, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
+	}
+}
+
+func gradeSet(codes []string) map[string]bool {
+	if len(codes) == 0 {
+		return nil
+	}
+	set := make(map[string]bool, len(codes))
+	for _, c := range codes {
+		set[c] = true
+	}
+	return set
+}
+
+// parseCoordinate parses an x or y value, reporting an empty, malformed,
+// infinite or out-of-range one.
+func parseCoordinate(v string, report func(problem string)) float64 {
+	if v == "" {
+		report("is empty")
+		return 0
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		report(fmt.Sprintf("must be a number, not %q", v))
+		return 0
+	}
+	if problem := checkCoordinate(f); problem != "" {
+		report(problem)
+		return 0
+	}
+	return f
+}
+
+func checkCoordinate(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxSeatCoordinate {
+		return fmt.Sprintf("must be a number from -%g to %g", float64(MaxSeatCoordinate), float64(MaxSeatCoordinate))
+	}
+	return ""
+}
+
+// problems collects a seat map's problems, listing the first
+// MaxSeatMapProblems and counting the rest.
+type problems struct {
+	list []string
+	more int
+}
+
+func (p *problems) add(format string, args ...any) {
+	if len(p.list) < MaxSeatMapProblems {
+		p.list = append(p.list, fmt.Sprintf(format, args...))
+	} else {
+		p.more++
+	}
+}
+
+func (p *problems) empty() bool { return len(p.list) == 0 }
+
+// first lists a problem of the whole file ahead of the others, so that the
+// limit on listed problems never hides it.
+func (p *problems) first(format string, args ...any) {
+	p.list = slices.Insert(p.list, 0, fmt.Sprintf(format, args...))
+	if len(p.list) > MaxSeatMapProblems {
+		p.list = p.list[:MaxSeatMapProblems]
+		p.more++
+	}
+}
+
+func (p *problems) tooLarge(size int) {
+	p.first("the file is larger than %d MiB (%d bytes or more)", MaxSeatMapBytes>>20, size)
+}
+
+func (p *problems) tooMany(seats int) {
+	if seats > MaxSeats {
+		p.first("the map has %d seats; at most %d are allowed", seats, MaxSeats)
+	}
+}
+
+// err returns the EINVALID error listing the problems in Details["problems"],
+// or nil if there are none.
+func (p *problems) err() error {
+	if len(p.list) == 0 {
+		return nil
+	}
+	list := p.list
+	if p.more > 0 {
+		list = append(list, fmt.Sprintf("and %d more problems", p.more))
+	}
+	n := len(p.list) + p.more
+	msg := "The seat map has a problem; nothing was imported."
+	if n > 1 {
+		msg = fmt.Sprintf("The seat map has %d problems; nothing was imported.", n)
+	}
+	return &Error{Code: EINVALID, Message: msg, Details: map[string]any{"problems": list}}
+}

@@ -1,0 +1,472 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ boxoffice.EventService = (*Events)(nil)
+
+// Events stores events, their grades and their seats in PostgreSQL. It is
+// safe for concurrent use.
+type Events struct {
+	DB *DB
+}
+
+// CreateEvent normalizes and validates in, then in one transaction inserts a
+// draft event, its grades, and a copy of its venue's seats (INSERT ...
+// SELECT), so that later venue edits never change the event. Errors: EINVALID
+// with Fields: those of EventInput.Validate, "venue_id" for an unknown venue,
+// and "grades" naming every grade code the venue's seats have that in lacks
+// (the event_seat → grade foreign key backs this).
+func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*boxoffice.Event, error) {
+	in.Normalize()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var ev *boxoffice.Event
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM venue WHERE id = $1)`, in.VenueID).Scan(&exists); err != nil {
+			return fmt.Errorf("find venue: %w", err)
+		}
+		if !exists {
+			return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+		}
+		if err := checkGradesCover(ctx, tx, venueGradesQuery, in.VenueID, in.Grades); err != nil {
+			return err
+		}
+		var id int64
+		err := tx.QueryRow(ctx, `
+			INSERT INTO event (venue_id, title, description, time_zone, starts_at, queue_opens_at, sale_ends_at,
+			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_admitted)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0))
+			RETURNING id`, eventArgs(in)...).Scan(&id)
+		if pgErrCode(err) == "23503" { // the venue was deleted a moment ago
+			return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+		} else if err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+		if err := upsertGrades(ctx, tx, id, in.Grades); err != nil {
+			return err
+		}
+		if err := copyVenueSeats(ctx, tx, id, in.VenueID); err != nil {
+			return err
+		}
+		ev, err = findEvent(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+func eventArgs(in boxoffice.EventInput) []any {
+	return []any{in.VenueID, in.Title, in.Description, in.TimeZone, in.StartsAt, in.QueueOpensAt, in.SaleEndsAt,
+		in.Currency, in.MaxPerAccount, int(in.HoldTTL / time.Second), int(in.TokenTTL / time.Second),
+		in.AdmissionRate, in.MaxAdmitted}
+}
+
+// venueGradesQuery finds the grades of a venue's seats that none of the
+// given codes covers (see checkGradesCover).
+const venueGradesQuery = `SELECT DISTINCT grade FROM venue_seat WHERE venue_id = $1 AND NOT grade = ANY($2) ORDER BY grade`
+
+// checkGradesCover runs query (parameters: an id and the input's grade codes;
+// rows: the seat grades that no input grade covers) and returns EINVALID with
+// Fields["grades"] naming them all, or nil when none is missing.
+func checkGradesCover(ctx context.Context, tx pgx.Tx, query string, id int64, grades []boxoffice.Grade) error {
+	codes := gradeCodes(grades)
+	rows, err := tx.Query(ctx, query, id, codes)
+	if err != nil {
+		return fmt.Errorf("find seat grades: %w", err)
+	}
+	missing, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("find seat grades: %w", err)
+	}
+	if len(missing) > 0 {
+		return boxoffice.Invalid(map[string]string{"grades": fmt.Sprintf(
+			"The venue has seats of grade %s: add a grade with a price for each.", strings.Join(missing, ", "))})
+	}
+	return nil
+}
+
+func gradeCodes(grades []boxoffice.Grade) []string {
+	codes := make([]string, len(grades))
+	for i, g := range grades {
+		codes[i] = g.Code
+	}
+	return codes
+}
+
+// upsertGrades inserts the grades, or updates name, price and colour of
+// those the event has already.
+func upsertGrades(ctx context.Context, tx pgx.Tx, eventID int64, grades []boxoffice.Grade) error {
+	names, prices, colors := make([]string, len(grades)), make([]int64, len(grades)), make([]string, len(grades))
+	for i, g := range grades {
+		names[i], prices[i], colors[i] = g.Name, g.Price, g.Color
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO grade (event_id, code, name, price, color)
+		SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[])
+		ON CONFLICT (event_id, code) DO UPDATE SET name = excluded.name, price = excluded.price, color = excluded.color`,
+		eventID, gradeCodes(grades), names, prices, colors)
+	if err != nil {
+		return fmt.Errorf("save grades: %w", err)
+	}
+	return nil
+}
+
+func copyVenueSeats(ctx context.Context, tx pgx.Tx, eventID, venueID int64) error {
+	_, err := tx.Exec(ctx, `
+		INSERT INTO event_seat (event_id, label, section, row_label, number, grade, x, y)
+		SELECT $1, label, section, row_label, number, grade, x, y FROM venue_seat WHERE venue_id = $2`, eventID, venueID)
+	if err != nil {
+		return fmt.Errorf("copy venue seats: %w", err)
+	}
+	return nil
+}
+
+// UpdateEvent normalizes and validates in and, in one transaction, replaces
+// the event's settings and grades (grades missing from in are deleted; a new
+// venue replaces the event's seats with a copy of its own). The status does
+// not change: see PublishEvent and CloseEvent.
+//
+// Once tickets are sold the seats and the prices of sold grades are fixed:
+// the venue cannot change once the event has any order (order items and sold
+// seats refer to its seats; the foreign keys back this), and a grade with
+// sold seats cannot change its price. Names and colours may change, and so
+// may the prices of grades without sold seats. The event_seat rows of every
+// grade whose price changes are locked (FOR UPDATE, which a sale's foreign
+// key check waits for) before looking for sold seats, so a sale confirmed at
+// the same moment is either seen here or happens at the new price.
+//
+// Errors: ENOTFOUND; EINVALID as CreateEvent ("grades" against the event's
+// own seats, or the new venue's); ECONFLICT naming the venue or the grades
+// (Details["grades"], []string) that cannot change.
+func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventInput) (*boxoffice.Event, error) {
+	in.Normalize()
+	if err := in.Validate(); err != nil {
+		return nil, err
+	}
+	var ev *boxoffice.Event
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var venueID int64
+		err := tx.QueryRow(ctx, `SELECT venue_id FROM event WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&venueID)
+		if err != nil {
+			return fmt.Errorf("find event %d: %w", id, notFound(err, "No such event."))
+		}
+		newVenue := in.VenueID != venueID
+		if newVenue { // no orders, hence no sold seats
+			if err := checkVenueChange(ctx, tx, id, in.VenueID); err != nil {
+				return err
+			}
+			if err := checkGradesCover(ctx, tx, venueGradesQuery, in.VenueID, in.Grades); err != nil {
+				return err
+			}
+		} else {
+			if err := checkGradesCover(ctx, tx, `SELECT DISTINCT grade FROM event_seat WHERE event_id = $1 AND NOT grade = ANY($2) ORDER BY grade`, id, in.Grades); err != nil {
+				return err
+			}
+			if err := checkSoldPrices(ctx, tx, id, in.Grades); err != nil {
+				return err
+			}
+		}
+		args := append([]any{id}, eventArgs(in)...)
+		_, err = tx.Exec(ctx, `
+			UPDATE event SET venue_id = $2, title = $3, description = $4, time_zone = $5, starts_at = $6,
+			       queue_opens_at = $7, sale_ends_at = $8, currency = $9, max_per_account = $10,
+			       hold_ttl_seconds = $11, token_ttl_seconds = $12, admission_rate = $13,
+			       max_admitted = NULLIF($14, 0), updated_at = now()
+			WHERE id = $1`, args...)
+		if err != nil {
+			return fmt.Errorf("update event: %w", err)
+		}
+		if err := upsertGrades(ctx, tx, id, in.Grades); err != nil {
+			return err
+		}
+		if newVenue {
+			_, err := tx.Exec(ctx, `DELETE FROM event_seat WHERE event_id = $1`, id)
+			if pgErrCode(err) == "23503" { // an order took a seat a moment ago
+				return venueConflict()
+			} else if err != nil {
+				return fmt.Errorf("delete event seats: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM grade WHERE event_id = $1 AND NOT code = ANY($2)`, id, gradeCodes(in.Grades)); err != nil {
+			return fmt.Errorf("delete grades: %w", err)
+		}
+		if newVenue {
+			if err := copyVenueSeats(ctx, tx, id, in.VenueID); err != nil {
+				return err
+			}
+		}
+		ev, err = findEvent(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+func venueConflict() error {
+	return boxoffice.Errorf(boxoffice.ECONFLICT, "The venue cannot change: this event already has orders.")
+}
+
+// checkVenueChange refuses a new venue once the event has orders, and checks
+// that the new venue exists.
+func checkVenueChange(ctx context.Context, tx pgx.Tx, eventID, venueID int64) error {
+	var ordered, exists bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE event_id = $1), EXISTS (SELECT 1 FROM venue WHERE id = $2)`,
+		eventID, venueID).Scan(&ordered, &exists)
+	switch {
+	case err != nil:
+		return fmt.Errorf("check venue change: %w", err)
+	case ordered:
+		return venueConflict()
+	case !exists:
+		return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+	}
+	return nil
+}
+
+// checkSoldPrices refuses a change of price, or the removal, of a grade with
+// sold seats. It first locks the event seats of the grades that change, so
+// that no sale of them can commit unseen until this transaction ends.
+func checkSoldPrices(ctx context.Context, tx pgx.Tx, eventID int64, grades []boxoffice.Grade) error {
+	rows, err := tx.Query(ctx, `
+		SELECT g.code FROM grade g
+		LEFT JOIN unnest($2::text[], $3::bigint[]) AS n(code, price) ON n.code = g.code
+		WHERE g.event_id = $1 AND n.price IS DISTINCT FROM g.price`, eventID, gradeCodes(grades), gradePrices(grades))
+	if err != nil {
+		return fmt.Errorf("find changed grades: %w", err)
+	}
+	changed, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("find changed grades: %w", err)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	if _, err := tx.Exec(ctx, `
+		SELECT count(*) FROM (SELECT 1 FROM event_seat WHERE event_id = $1 AND grade = ANY($2) FOR UPDATE) locked`,
+		eventID, changed); err != nil {
+		return fmt.Errorf("lock seats of changed grades: %w", err)
+	}
+	rows, err = tx.Query(ctx, `
+		SELECT DISTINCT s.grade FROM sold_seat ss
+		JOIN event_seat s ON s.event_id = ss.event_id AND s.label = ss.seat_label
+		WHERE ss.event_id = $1 AND s.grade = ANY($2) ORDER BY s.grade`, eventID, changed)
+	if err != nil {
+		return fmt.Errorf("find sold grades: %w", err)
+	}
+	sold, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("find sold grades: %w", err)
+	}
+	if len(sold) > 0 {
+		e := boxoffice.Errorf(boxoffice.ECONFLICT, "Tickets of grade %s are sold, so its price cannot change.", strings.Join(sold, ", "))
+		e.Details = map[string]any{"grades": sold}
+		return e
+	}
+	return nil
+}
+
+func gradePrices(grades []boxoffice.Grade) []int64 {
+	prices := make([]int64, len(grades))
+	for i, g := range grades {
+		prices[i] = g.Price
+	}
+	return prices
+}
+
+// PublishEvent puts a draft event on sale with one conditional UPDATE, so of
+// many concurrent calls exactly one succeeds. Errors: ENOTFOUND; ECONFLICT if
+// the event is on sale or closed already.
+func (s *Events) PublishEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	return s.setStatus(ctx, id, boxoffice.EventOnSale, boxoffice.EventDraft)
+}
+
+// CloseEvent closes a draft or on-sale event (conditional UPDATE, as
+// PublishEvent). Errors: ENOTFOUND; ECONFLICT if it is closed already.
+func (s *Events) CloseEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	return s.setStatus(ctx, id, boxoffice.EventClosed, boxoffice.EventDraft, boxoffice.EventOnSale)
+}
+
+func (s *Events) setStatus(ctx context.Context, id int64, to string, from ...string) (*boxoffice.Event, error) {
+	var ev *boxoffice.Event
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE event SET status = $2, updated_at = now() WHERE id = $1 AND status = ANY($3)`, id, to, from)
+		if err != nil {
+			return fmt.Errorf("set event %d status: %w", id, err)
+		}
+		ev, err = findEvent(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return statusConflict(ev.Status)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+func statusConflict(status string) error {
+	switch status {
+	case boxoffice.EventOnSale:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is on sale already.")
+	case boxoffice.EventClosed:
+		return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is closed.")
+	}
+	return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is a draft.")
+}
+
+// SetAdmission pauses (paused true) or resumes admission and/or sets its
+// rate in fans per second; a nil argument keeps the setting. The admitter
+// reads both from the event. Errors: ENOTFOUND; EINVALID with
+// Fields["rate"] (outside 1 to boxoffice.MaxAdmissionRate) or, when both are
+// nil, Fields["paused"].
+func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate *int) (*boxoffice.Event, error) {
+	f := map[string]string{}
+	if paused == nil && rate == nil {
+		f["paused"] = "Choose pause, resume or a new rate."
+	}
+	if rate != nil && (*rate < 1 || *rate > boxoffice.MaxAdmissionRate) {
+		f["rate"] = fmt.Sprintf("Admit 1 to %d fans per second.", boxoffice.MaxAdmissionRate)
+	}
+	if err := boxoffice.Invalid(f); err != nil {
+		return nil, err
+	}
+	var ev *boxoffice.Event
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `
+			UPDATE event SET admission_paused = coalesce($2, admission_paused),
+			       admission_rate = coalesce($3, admission_rate), updated_at = now()
+			WHERE id = $1`, id, paused, rate)
+		if err != nil {
+			return fmt.Errorf("set admission of event %d: %w", id, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return boxoffice.Errorf(boxoffice.ENOTFOUND, "No such event.")
+		}
+		ev, err = findEvent(ctx, tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+const eventQuery = `
+SELECT e.id, e.venue_id, v.name, e.title, e.description, e.time_zone, e.starts_at, e.queue_opens_at,
+       e.sale_ends_at, e.currency, e.max_per_account, e.hold_ttl_seconds, e.token_ttl_seconds,
+       e.admission_rate, coalesce(e.max_admitted, 0), e.admission_paused, e.status, e.created_at, e.updated_at
+FROM event e JOIN venue v ON v.id = e.venue_id`
+
+func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
+	var e boxoffice.Event
+	var holdTTL, tokenTTL int
+	err := row.Scan(&e.ID, &e.VenueID, &e.VenueName, &e.Title, &e.Description, &e.TimeZone, &e.StartsAt,
+		&e.QueueOpensAt, &e.SaleEndsAt, &e.Currency, &e.MaxPerAccount, &holdTTL, &tokenTTL,
+		&e.AdmissionRate, &e.MaxAdmitted, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt)
+	if err != nil {
+		return nil, err
+	}
+	e.HoldTTL = time.Duration(holdTTL) * time.Second
+	e.TokenTTL = time.Duration(tokenTTL) * time.Second
+	for _, t := range []*time.Time{&e.StartsAt, &e.QueueOpensAt, &e.SaleEndsAt, &e.CreatedAt, &e.UpdatedAt} {
+		*t = t.UTC()
+	}
+	return &e, nil
+}
+
+// findEvent reads an event with its grades and their seat counts.
+func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, error) {
+	ev, err := scanEvent(q.QueryRow(ctx, eventQuery+` WHERE e.id = $1`, id))
+	if err != nil {
+		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "No such event."))
+	}
+	rows, err := q.Query(ctx, `
+		SELECT g.code, g.name, g.price, g.color, count(s.label), count(s.label) - count(ss.seat_label)
+		FROM grade g
+		LEFT JOIN event_seat s ON s.event_id = g.event_id AND s.grade = g.code
+		LEFT JOIN sold_seat ss ON ss.event_id = s.event_id AND ss.seat_label = s.label
+		WHERE g.event_id = $1
+		GROUP BY g.code, g.name, g.price, g.color
+		ORDER BY g.price DESC, g.code`, id)
+	if err != nil {
+		return nil, fmt.Errorf("find event %d grades: %w", id, err)
+	}
+	ev.Grades, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Grade, error) {
+		var g boxoffice.Grade
+		err := row.Scan(&g.Code, &g.Name, &g.Price, &g.Color, &g.SeatsTotal, &g.SeatsLeft)
+		return g, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find event %d grades: %w", id, err)
+	}
+	return ev, nil
+}
+
+// FindEventByID returns the event with its venue's name and its grades,
+// dearest first, each with SeatsTotal (its event seats) and SeatsLeft (those
+// without a sold_seat row), counted by PostgreSQL in one statement. Times are
+// UTC. Errors: ENOTFOUND.
+func (s *Events) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	return findEvent(ctx, s.DB.Pool, id)
+}
+
+// FindEvents lists events by queue opening (then id) with their venue's
+// name, narrowed by f (Upcoming compares the sale end with DB.Now). Grades
+// are not loaded (nil): FindEventByID has them with their counts.
+func (s *Events) FindEvents(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
+	statuses := f.Statuses
+	if statuses == nil {
+		statuses = []string{}
+	}
+	rows, err := s.DB.Pool.Query(ctx, eventQuery+`
+		WHERE (cardinality($1::text[]) = 0 OR e.status = ANY($1)) AND (NOT $2 OR e.sale_ends_at > $3)
+		ORDER BY e.queue_opens_at, e.id`, statuses, f.Upcoming, s.DB.Now())
+	if err != nil {
+		return nil, fmt.Errorf("find events: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*boxoffice.Event, error) { return scanEvent(row) })
+	if err != nil {
+		return nil, fmt.Errorf("find events: %w", err)
+	}
+	return events, nil
+}
+
+// EventSeats returns the event's seats (EventID and Price, in minor units,
+// set; HasXY false as it is not stored) ordered by section, then row and
+// number as numbers. Errors: ENOTFOUND.
+func (s *Events) EventSeats(ctx context.Context, eventID int64) ([]boxoffice.Seat, error) {
+	seats, err := querySeats(ctx, s.DB.Pool, `
+		SELECT s.label, s.section, s.row_label, s.number, s.grade, s.x, s.y, g.price
+		FROM event_seat s JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
+		WHERE s.event_id = $1 ORDER BY s.section, s.row_label::int, s.number::int`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("event %d seats: %w", eventID, err)
+	}
+	if len(seats) == 0 { // every stored event has seats, so it does not exist
+		if _, err := s.FindEventByID(ctx, eventID); err != nil {
+			return nil, err
+		}
+	}
+	for i := range seats {
+		seats[i].EventID = eventID
+	}
+	return seats, nil
+}
