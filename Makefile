@@ -4,6 +4,8 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 GO ?= go
 TEST_TIMEOUT ?= 15m
+# the password of the demo accounts that make run creates on an empty database
+DEMO_PASSWORD ?= boxoffice-demo
 # the environment of the services (scripts/services.sh) and of the browser
 # tests (scripts/e2e-deps.sh), as shell assignments to eval in a recipe
 SERVICES = eval "$$(scripts/services.sh)"
@@ -15,15 +17,15 @@ help: ## list the targets
 
 .PHONY: generate
 generate: ## generate the templ views (*_templ.go, not committed)
-	@$(GO) tool templ generate -path views >/dev/null
+	@$(GO) tool templ generate -log-level error -path views
 
 .PHONY: build
 build: generate ## build bin/boxoffice
 	$(GO) build -o bin/boxoffice ./web
 
 .PHONY: run
-run: build ## start PostgreSQL and Redis if needed, then serve the site
-	@$(SERVICES) && exec ./bin/boxoffice serve
+run: build ## start PostgreSQL and Redis if needed, seed the demo on an empty database, serve the site
+	@$(SERVICES) && ./bin/boxoffice seed-demo --password $(DEMO_PASSWORD) && exec ./bin/boxoffice serve
 
 .PHONY: lint
 lint: generate ## go vet and gofmt

@@ -5,6 +5,7 @@
 //	boxoffice [serve]                               serve the site (the default)
 //	boxoffice migrate                               apply the database migrations
 //	boxoffice create-admin --email E --password P   make an admin account
+//	boxoffice seed-demo [--password P]              demo accounts, venues and events (empty database only)
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // event time zones work on machines without zone files
 )
 
 func main() {
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return migrate(ctx, cfg, stdout)
 	case "create-admin":
 		return createAdmin(ctx, cfg, args, stdout)
+	case "seed-demo":
+		return seedDemo(ctx, cfg, args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -55,5 +59,6 @@ const usage = `usage:
   boxoffice [serve]                              serve the site (the default)
   boxoffice migrate                              apply the database migrations
   boxoffice create-admin --email E --password P  make an admin account
+  boxoffice seed-demo [--password P]             demo accounts, venues and events (empty database only)
 configuration comes from the environment: see the README.
 `

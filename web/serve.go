@@ -15,6 +15,7 @@ import (
 	"github.com/alexedwards/scs/goredisstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -102,6 +103,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Logger:   logger,
 		Sessions: sessions,
 		Accounts: &store.Accounts{DB: db},
+		Events:   &store.Events{DB: db},
 		Ready:    map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:  registry,
 		Stopping: stopping,
@@ -148,6 +150,31 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "migrations applied")
 	return nil
+}
+
+// seedDemo creates the demo accounts, venues and events on an empty
+// database and prints the log-ins; on a database with venues it does nothing.
+// --password sets every demo account's password (random when empty).
+func seedDemo(ctx context.Context, cfg Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("seed-demo", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	password := fs.String("password", "", "the demo accounts' password, 8 characters or more")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("seed-demo: %w (want [--password P])", err)
+	}
+	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	res, err := demo.Seed(ctx, db, demo.Options{Password: *password})
+	if err != nil {
+		return fmt.Errorf("seed-demo: %w", err)
+	}
+	return res.Print(stdout)
 }
 
 // createAdmin makes an admin account from --email, --password and --name.
