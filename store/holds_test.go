@@ -690,8 +690,8 @@ func TestHolds_SeatStatuses(t *testing.T) {
 	if !slices.Equal(st.Mine, []string{ev.R[0], ev.R[1]}) {
 		t.Errorf("Mine = %v, want %v", st.Mine, []string{ev.R[0], ev.R[1]})
 	}
-	if st.HoldsTTL <= 9*time.Second || st.HoldsTTL > 10*time.Second {
-		t.Errorf("HoldsTTL = %v, want the first hold's (9s, 10s]", st.HoldsTTL)
+	if st.HoldsTTL <= 5*time.Second || st.HoldsTTL > 10*time.Second {
+		t.Errorf("HoldsTTL = %v, want the first hold's, at most 10s", st.HoldsTTL)
 	}
 	if st.Owned != 0 || st.Left(limit) != 3 {
 		t.Errorf("Owned = %d, Left = %d; want 0, 3", st.Owned, st.Left(limit))
@@ -839,8 +839,8 @@ func TestHolds_MyHolds(t *testing.T) {
 	if want := []string{ev.R[3], ev.R[4], ev.S[3]}; !slices.Equal(mine, want) {
 		t.Errorf("MyHolds = %v, want %v", mine, want)
 	}
-	if ttl <= 19*time.Second || ttl > 20*time.Second {
-		t.Errorf("TTL = %v, want the first hold's (19s, 20s]", ttl)
+	if ttl <= 15*time.Second || ttl > 20*time.Second {
+		t.Errorf("TTL = %v, want the first hold's, at most 20s", ttl)
 	}
 }
 
