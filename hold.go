@@ -1,0 +1,152 @@
+package boxoffice
+
+import (
+	"context"
+	"regexp"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// SeatStatus is what the seat map shows for one seat to one account.
+type SeatStatus string
+
+// Seat statuses, as CONTRACT.md names them in the seat map's JSON.
+const (
+	SeatFree SeatStatus = "free" // nobody holds it and it is not sold
+	SeatHeld SeatStatus = "held" // another account holds it
+	SeatSold SeatStatus = "sold" // sold (a sold_seat row)
+	SeatMine SeatStatus = "mine" // the asking account holds it
+)
+
+// labelSectionMax is the longest section name in a seat label, in
+// characters (venue_seat's CHECK constraint).
+const labelSectionMax = 40
+
+// labelNumber is a row or seat number in a seat label: digits from 1, at most
+// 4 of them (venue_seat's CHECK constraints).
+var labelNumber = regexp.MustCompile(`^[1-9][0-9]{0,3}$`)
+
+// ValidSeatLabel reports whether label has the shape of a seat label,
+// "section-row-number" (see SeatLabel): a section of 1 to 40
+// printable characters (it may itself contain "-"), then a row and a number of
+// 1 to 4 digits without a leading zero. It says nothing about whether the seat
+// exists.
+func ValidSeatLabel(label string) bool {
+	if !utf8.ValidString(label) {
+		return false
+	}
+	i := lastDash(label)
+	if i < 0 || !labelNumber.MatchString(label[i+1:]) {
+		return false
+	}
+	rest := label[:i]
+	j := lastDash(rest)
+	if j < 0 || !labelNumber.MatchString(rest[j+1:]) {
+		return false
+	}
+	section := rest[:j]
+	if n := utf8.RuneCountInString(section); n < 1 || n > labelSectionMax {
+		return false
+	}
+	for _, r := range section {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func lastDash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '-' {
+			return i
+		}
+	}
+	return -1
+}
+
+// HoldRequest says who holds seats of which event, under which rules. Limit
+// is the event's MaxPerAccount (tickets the account may hold plus own, all
+// grades together) and TTL its HoldTTL (how long a new hold lasts, counted in
+// whole milliseconds on Redis's clock).
+type HoldRequest struct {
+	EventID   int64
+	AccountID int64
+	Limit     int
+	TTL       time.Duration
+}
+
+// HoldResult is the answer to a granted hold. Held lists the requested labels
+// in request order, all now held by the account. TTL is the time left, on
+// Redis's clock, until the first of them ends (a seat the account already
+// held keeps its earlier expiry), and ExpiresAt is that instant.
+type HoldResult struct {
+	Held      []string
+	TTL       time.Duration
+	ExpiresAt time.Time
+}
+
+// SeatMapState is the live state of an event's seats for one account, read
+// at one instant of Redis's clock (Now). Statuses holds only the seats that
+// are not free (a label that is absent is free); Mine lists the account's live
+// holds, sorted; HoldsTTL is the time left until the first of them ends (0
+// without holds); Owned is the tickets the account already bought for the
+// event.
+type SeatMapState struct {
+	Statuses map[string]SeatStatus
+	Mine     []string
+	HoldsTTL time.Duration
+	Owned    int
+	Now      time.Time
+}
+
+// Status returns the status of the seat with the given label.
+func (s SeatMapState) Status(label string) SeatStatus {
+	if st, ok := s.Statuses[label]; ok {
+		return st
+	}
+	return SeatFree
+}
+
+// Left returns how many more seats the account may hold under limit (the
+// event's MaxPerAccount): limit minus owned tickets minus live holds, never
+// below 0. It makes the page's "2 more of your 5".
+func (s SeatMapState) Left(limit int) int {
+	return max(0, limit-s.Owned-len(s.Mine))
+}
+
+// HoldService holds seats for accounts. Holds live in Redis and end by
+// themselves when their TTL passes; sold seats and bought tickets come from
+// PostgreSQL. All methods are safe for concurrent use, and each rule (all
+// seats or none, one holder per seat, the per-account limit) is decided in one
+// atomic step.
+type HoldService interface {
+	// Hold holds every seat in labels for req.AccountID, or none. Holding a
+	// seat the account already holds is no error: the seat counts once and
+	// keeps its expiry. Errors: EBADSEAT (no seats, more than req.Limit,
+	// a malformed, duplicate or unknown label, Details["seats"] the bad
+	// labels); ESEATTAKEN (a seat is held by another account or sold,
+	// Details["seats"]); ELIMITEXCEEDED (live holds + bought + new seats
+	// would pass req.Limit, Details "limit", "owned", "held").
+	Hold(ctx context.Context, req HoldRequest, labels []string) (HoldResult, error)
+	// Release ends the account's own hold on a seat. Errors: EBADSEAT for a
+	// malformed or unknown label; ENOTFOUND when the account does not hold the
+	// seat (free, expired, sold or held by another account), changing nothing.
+	Release(ctx context.Context, eventID, accountID int64, label string) error
+	// SeatStatuses returns the state of all the event's seats for the
+	// account, with a constant number of Redis round trips.
+	SeatStatuses(ctx context.Context, eventID, accountID int64) (SeatMapState, error)
+	// MyHolds returns the account's live holds for the event, sorted, and the
+	// time left until the first ends (none: an empty list and 0).
+	MyHolds(ctx context.Context, eventID, accountID int64) ([]string, time.Duration, error)
+	// ExtendHolds moves the expiry of those of labels that the account still
+	// holds to ttl from now (never earlier than it was). Errors: ESEATTAKEN
+	// with Details["seats"] the labels no longer held (the others were
+	// extended).
+	ExtendHolds(ctx context.Context, eventID, accountID int64, labels []string, ttl time.Duration) error
+	// MarkSold records in Redis, after the confirmation committed, that
+	// labels are sold and that the account bought boughtTotal tickets of the
+	// event in all, and ends the holds on those seats.
+	MarkSold(ctx context.Context, eventID, accountID int64, labels []string, boughtTotal int) error
+}

@@ -1,0 +1,665 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+)
+
+var _ boxoffice.HoldService = (*Holds)(nil)
+
+//go:embed lua/hold*.lua
+var holdLua embed.FS
+
+var (
+	holdScript        = loadScript(holdLua, "lua/hold.lua")
+	holdReleaseScript = loadScript(holdLua, "lua/hold_release.lua")
+	holdExtendScript  = loadScript(holdLua, "lua/hold_extend.lua")
+	holdSoldScript    = loadScript(holdLua, "lua/hold_sold.lua")
+	holdMineScript    = loadScript(holdLua, "lua/hold_mine.lua")
+	holdCacheScript   = loadScript(holdLua, "lua/hold_cache.lua")
+)
+
+func loadScript(fsys embed.FS, name string) *redis.Script {
+	b, err := fsys.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("embedded script %s: %v", name, err))
+	}
+	return redis.NewScript(string(b))
+}
+
+// DefaultSoldCacheTTL is how long Redis's copy of an event's sold seats and
+// bought counts is trusted before it is merged again with PostgreSQL's.
+const DefaultSoldCacheTTL = 5 * time.Minute
+
+// loadTimeout bounds a load from PostgreSQL that several callers share.
+const loadTimeout = 30 * time.Second
+
+// Holds holds seats in Redis and implements boxoffice.HoldService. Every rule
+// is one Lua script, so that any number of instances and goroutines may call
+// it at once. Its keys, all with the event's hash tag {e}:
+//
+//	seat:lock:{e}:<label>  string: the holding account id, expiring with the hold
+//	hold:{e}:<account>     zset label -> expiry (Unix ms): the account's holds
+//	held:{e}               zset label -> expiry (Unix ms): every held seat
+//	holder:{e}             hash label -> account id, pruned with held:{e}
+//	sold:{e}               set of sold labels
+//	bought:{e}             hash account id -> tickets bought
+//	cache:ready:{e}        marker that sold:{e} and bought:{e} were loaded
+//
+// Expiries are on Redis's clock (TIME in the scripts; PXAT on the locks, so a
+// lock and its zset entries end at the same millisecond): a hold ends by
+// itself, and the account's count follows with no sweeper.
+//
+// Sold seats and bought tickets are PostgreSQL's (sold_seat and
+// purchase_count.tickets), copied into sold:{e} and bought:{e}. The copy is
+// marked by cache:ready:{e} (expiring after SoldCacheTTL); the hold script
+// refuses to run without the marker, and Holds then loads the copy from
+// PostgreSQL and tries once more, so that a sold seat is never held after
+// Redis lost its data. Loading only adds, so loads racing each other or
+// MarkSold lose nothing; a seat that PostgreSQL stops counting as sold keeps
+// showing as sold in Redis until the event's keys are deleted.
+//
+// The labels of each event's seats are read from PostgreSQL once per event
+// and process and kept in memory (an event's seats never change after it is
+// created), so validating a hold costs no query.
+//
+// Redis must not evict keys (maxmemory-policy noeviction): an evicted index
+// would break the count of an account's holds.
+type Holds struct {
+	DB    *DB
+	Redis *Redis
+	// SoldCacheTTL is how long cache:ready:{e} lives (DefaultSoldCacheTTL
+	// when 0): a sale whose MarkSold never ran reaches Redis at the next load.
+	SoldCacheTTL time.Duration
+	// MapMaxAge is how old SeatStatuses lets its shared read of an event's
+	// held and sold seats be (NewHolds sets DefaultMapMaxAge); 0 or less reads
+	// them on every call. Set it before first use.
+	MapMaxAge time.Duration
+
+	loads  singleflight.Group
+	mu     sync.Mutex
+	labels map[int64]map[string]struct{} // event id -> its seats' labels
+	maps   map[int64]*sharedMapSlot      // event id -> shared read for SeatStatuses
+
+	granted prometheus.Counter
+	refused *prometheus.CounterVec
+}
+
+// NewHolds returns a Holds on db and r whose metrics are registered on reg
+// (none when reg is nil): boxoffice_holds_granted_total, hold requests
+// granted, and boxoffice_holds_refused_total{reason}, hold requests refused
+// by error code (seat_taken, limit_exceeded, bad_seat).
+func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
+	h := &Holds{
+		DB:        db,
+		Redis:     r,
+		MapMaxAge: DefaultMapMaxAge,
+		labels:    map[int64]map[string]struct{}{},
+		maps:      map[int64]*sharedMapSlot{},
+		granted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxoffice_holds_granted_total",
+			Help: "Seat hold requests granted.",
+		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "boxoffice_holds_refused_total",
+			Help: "Seat hold requests refused, by reason (the error code).",
+		}, []string{"reason"}),
+	}
+	for _, reason := range []string{boxoffice.ESEATTAKEN, boxoffice.ELIMITEXCEEDED, boxoffice.EBADSEAT} {
+		h.refused.WithLabelValues(reason)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{h.granted, h.refused} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("register hold metrics: %w", err)
+			}
+		}
+	}
+	return h, nil
+}
+
+// Hold holds every seat in labels for req.AccountID for req.TTL, or none, in
+// one Lua script: each seat's key seat:lock:{e}:<label> is set to the account
+// with an absolute expiry on Redis's clock, and the hold is recorded in the
+// account's zset and the map's indexes. A seat the account already holds is
+// no error: it counts once and keeps its expiry (so holding again never makes
+// a hold last longer).
+//
+// Input is checked before Redis is touched. Errors (*boxoffice.Error):
+// EBADSEAT for no seats, more than req.Limit, or malformed, duplicate or
+// unknown labels (seats of another event are unknown), with Details["seats"]
+// the bad labels where there are any; ESEATTAKEN with Details["seats"] the
+// labels held by another account or sold; ELIMITEXCEEDED when the account's
+// live holds plus its bought tickets plus the new seats would pass req.Limit,
+// with Details "limit", "owned" (bought) and "held" (live holds). A
+// non-positive req.Limit or a req.TTL under 1 ms is a programming error.
+func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []string) (boxoffice.HoldResult, error) {
+	if req.Limit < 1 || req.TTL < time.Millisecond {
+		return boxoffice.HoldResult{}, fmt.Errorf("hold seats: limit %d and TTL %v must be positive", req.Limit, req.TTL)
+	}
+	if err := h.checkLabels(ctx, req.EventID, labels, req.Limit); err != nil {
+		h.refuse(err)
+		return boxoffice.HoldResult{}, err
+	}
+	e, acct := req.EventID, req.AccountID
+	keys := []string{
+		h.Redis.Key("cache:ready:{%d}", e),
+		h.Redis.Key("sold:{%d}", e),
+		h.Redis.Key("bought:{%d}", e),
+		h.holdKey(e, acct),
+		h.Redis.Key("held:{%d}", e),
+		h.Redis.Key("holder:{%d}", e),
+	}
+	args := []any{acct, req.Limit, req.TTL.Milliseconds()}
+	for _, l := range labels {
+		keys = append(keys, h.lockKey(e, l))
+		args = append(args, l)
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := holdScript.Run(ctx, h.Redis.Client, keys, args...).Slice()
+		if err != nil {
+			return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
+		}
+		switch res[0] {
+		case "rebuild":
+			if attempt > 0 {
+				return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: sold-seat cache missing after loading it", e)
+			}
+			if err := h.loadSoldCache(ctx, e); err != nil {
+				return boxoffice.HoldResult{}, err
+			}
+			continue
+		case "taken":
+			err := &boxoffice.Error{
+				Code:    boxoffice.ESEATTAKEN,
+				Message: "Some of these seats were just taken. Please choose others.",
+				Details: map[string]any{"seats": stringsOf(res[1])},
+			}
+			h.refuse(err)
+			return boxoffice.HoldResult{}, err
+		case "limit":
+			owned, held := int(res[1].(int64)), int(res[2].(int64))
+			err := &boxoffice.Error{
+				Code:    boxoffice.ELIMITEXCEEDED,
+				Message: fmt.Sprintf("You may hold and buy at most %d seats for this event.", req.Limit),
+				Details: map[string]any{"limit": req.Limit, "owned": owned, "held": held},
+			}
+			h.refuse(err)
+			return boxoffice.HoldResult{}, err
+		}
+		now, first := res[1].(int64), res[2].(int64)
+		h.granted.Inc()
+		return boxoffice.HoldResult{
+			Held:      slices.Clone(labels),
+			TTL:       time.Duration(first-now) * time.Millisecond,
+			ExpiresAt: time.UnixMilli(first),
+		}, nil
+	}
+}
+
+// Release ends the account's own hold on the seat with a compare-and-delete
+// in one Lua script. Errors: EBADSEAT for a malformed or unknown label;
+// ENOTFOUND when the account does not hold the seat (never held, expired,
+// sold, or held by another account: the answer does not tell which), and then
+// nothing about the seat changes.
+func (h *Holds) Release(ctx context.Context, eventID, accountID int64, label string) error {
+	if err := h.checkLabels(ctx, eventID, []string{label}, 1); err != nil {
+		return err
+	}
+	n, err := holdReleaseScript.Run(ctx, h.Redis.Client, []string{
+		h.lockKey(eventID, label),
+		h.holdKey(eventID, accountID),
+		h.Redis.Key("held:{%d}", eventID),
+		h.Redis.Key("holder:{%d}", eventID),
+	}, accountID, label).Int()
+	if err != nil {
+		return fmt.Errorf("release seat %s of event %d: %w", label, eventID, err)
+	}
+	if n == 0 {
+		return boxoffice.Errorf(boxoffice.ENOTFOUND, "You do not hold this seat.")
+	}
+	return nil
+}
+
+// SeatStatuses returns the state of all the event's seats for the account
+// with one Redis round trip (a MULTI/EXEC pipeline; two more, and one
+// PostgreSQL load, when the sold-seat cache must be loaded first), whatever
+// the number of seats. The account's part is read on every call: Redis's
+// TIME, its bought count and its holds with their expiries, so Mine, HoldsTTL
+// and Owned are exact and remaining times are expiries minus Redis's TIME.
+// The event's part (the held index with holders, and the sold set, O(seats)
+// to read) is shared by all callers in the process and read again once it is
+// MapMaxAge old, by one caller in the same pipeline while the others use the
+// previous read: another account's hold or release, or a sale, may show up
+// to MapMaxAge (plus one round trip) late, but an expired hold never shows.
+// A sold seat shows as sold even while a hold on it lingers, and such a hold
+// is not in Mine.
+func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (boxoffice.SeatMapState, error) {
+	me := strconv.FormatInt(accountID, 10)
+	for attempt := 0; ; attempt++ {
+		shared, fetch := h.claimSharedMap(eventID)
+		pipe := h.Redis.Client.TxPipeline()
+		timeCmd := pipe.Time(ctx)
+		ready := pipe.Exists(ctx, h.Redis.Key("cache:ready:{%d}", eventID))
+		bought := pipe.HGet(ctx, h.Redis.Key("bought:{%d}", eventID), me)
+		mine := pipe.ZRangeWithScores(ctx, h.holdKey(eventID, accountID), 0, -1)
+		var held *redis.ZSliceCmd
+		var holders *redis.MapStringStringCmd
+		var sold *redis.StringSliceCmd
+		if fetch {
+			held = pipe.ZRangeWithScores(ctx, h.Redis.Key("held:{%d}", eventID), 0, -1)
+			holders = pipe.HGetAll(ctx, h.Redis.Key("holder:{%d}", eventID))
+			sold = pipe.SMembers(ctx, h.Redis.Key("sold:{%d}", eventID))
+		}
+		cmds, _ := pipe.Exec(ctx)
+		var err error
+		for _, c := range cmds {
+			if c.Err() != nil && c.Err() != redis.Nil {
+				err = fmt.Errorf("seat statuses of event %d: %w", eventID, c.Err())
+				break
+			}
+		}
+		if err == nil && ready.Val() == 0 {
+			if attempt > 0 {
+				err = fmt.Errorf("seat statuses of event %d: sold-seat cache missing after loading it", eventID)
+			} else if err = h.loadSoldCache(ctx, eventID); err == nil {
+				h.storeSharedMap(eventID, nil, fetch)
+				continue
+			}
+		}
+		if err != nil {
+			h.storeSharedMap(eventID, nil, fetch)
+			return boxoffice.SeatMapState{}, err
+		}
+		if fetch {
+			shared = &sharedMap{read: h.Redis.Now(), held: make(map[string]heldSeat, len(held.Val())), sold: sold.Val()}
+			hs := holders.Val()
+			for _, z := range held.Val() {
+				l := z.Member.(string)
+				shared.held[l] = heldSeat{expiry: int64(z.Score), holder: hs[l]}
+			}
+			h.storeSharedMap(eventID, shared, true)
+		}
+		owned := 0
+		if v := bought.Val(); v != "" {
+			if owned, err = strconv.Atoi(v); err != nil {
+				return boxoffice.SeatMapState{}, fmt.Errorf("seat statuses of event %d: bought count %q: %w", eventID, v, err)
+			}
+		}
+		return shared.state(timeCmd.Val(), me, mine.Val(), owned), nil
+	}
+}
+
+// DefaultMapMaxAge is how old NewHolds lets the shared read of an event's
+// held and sold seats be before SeatStatuses reads it again.
+const DefaultMapMaxAge = time.Second
+
+// sharedMap is one read of an event's held index, holders and sold set, used
+// by every SeatStatuses call of the process until it is MapMaxAge old.
+type sharedMap struct {
+	read time.Time // on the store's clock (Redis.Now): only its age matters
+	held map[string]heldSeat
+	sold []string
+}
+
+type heldSeat struct {
+	expiry int64 // ms on Redis's clock
+	holder string
+}
+
+// sharedMapSlot is an event's latest sharedMap and whether a caller is
+// reading the next one.
+type sharedMapSlot struct {
+	m       *sharedMap
+	reading bool
+}
+
+// claimSharedMap returns the event's shared read and whether the caller must
+// read it again (then it must call storeSharedMap). Only one caller at a time
+// reads again while an older read exists; callers without any read all read.
+func (h *Holds) claimSharedMap(eventID int64) (*sharedMap, bool) {
+	if h.MapMaxAge <= 0 {
+		return nil, true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slot := h.maps[eventID]
+	if slot == nil {
+		slot = &sharedMapSlot{}
+		h.maps[eventID] = slot
+	}
+	if slot.m != nil && (slot.reading || h.Redis.Now().Sub(slot.m.read) < h.MapMaxAge) {
+		return slot.m, false
+	}
+	slot.reading = true
+	return slot.m, true
+}
+
+// storeSharedMap ends a read claimed by claimSharedMap, keeping m unless it
+// is nil (the read failed) or older than the kept one.
+func (h *Holds) storeSharedMap(eventID int64, m *sharedMap, claimed bool) {
+	if h.MapMaxAge <= 0 || !claimed {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	slot := h.maps[eventID]
+	slot.reading = false
+	if m != nil && (slot.m == nil || m.read.After(slot.m.read)) {
+		slot.m = m
+	}
+}
+
+// state combines the shared read with the account's own holds at now (Redis's
+// clock). A seat the shared read shows held by the account itself is decided
+// by its own holds alone, so that a seat it just released shows free.
+func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, owned int) boxoffice.SeatMapState {
+	nowMs := now.UnixMilli()
+	st := boxoffice.SeatMapState{
+		Statuses: make(map[string]boxoffice.SeatStatus, len(m.held)+len(m.sold)+len(mine)),
+		Owned:    owned,
+		Now:      now,
+	}
+	for l, hs := range m.held {
+		if hs.expiry >= nowMs && hs.holder != me {
+			st.Statuses[l] = boxoffice.SeatHeld
+		}
+	}
+	for _, l := range m.sold {
+		st.Statuses[l] = boxoffice.SeatSold
+	}
+	first := int64(-1)
+	for _, z := range mine {
+		l, exp := z.Member.(string), int64(z.Score)
+		if exp < nowMs || st.Statuses[l] == boxoffice.SeatSold {
+			continue
+		}
+		st.Statuses[l] = boxoffice.SeatMine
+		st.Mine = append(st.Mine, l)
+		if first < 0 || exp < first {
+			first = exp
+		}
+	}
+	slices.Sort(st.Mine)
+	if first >= 0 {
+		st.HoldsTTL = time.Duration(first-nowMs) * time.Millisecond
+	}
+	return st
+}
+
+// MyHolds returns the account's live holds for the event, sorted, and the
+// time left (Redis's clock) until the first of them ends; with none, an empty
+// list and 0. Holds of seats sold since are left out and forgotten. One Lua
+// script, one round trip.
+func (h *Holds) MyHolds(ctx context.Context, eventID, accountID int64) ([]string, time.Duration, error) {
+	res, err := holdMineScript.Run(ctx, h.Redis.Client, []string{
+		h.holdKey(eventID, accountID),
+		h.Redis.Key("sold:{%d}", eventID),
+	}).Slice()
+	if err != nil {
+		return nil, 0, fmt.Errorf("holds of account %d for event %d: %w", accountID, eventID, err)
+	}
+	now, first := res[0].(int64), int64(-1)
+	labels := []string{}
+	for i := 1; i+1 < len(res); i += 2 {
+		labels = append(labels, res[i].(string))
+		if exp := res[i+1].(int64); first < 0 || exp < first {
+			first = exp
+		}
+	}
+	slices.Sort(labels)
+	if first < 0 {
+		return labels, 0, nil
+	}
+	return labels, time.Duration(first-now) * time.Millisecond, nil
+}
+
+// ExtendHolds sets the expiry of each of labels that the account still holds
+// to ttl (whole milliseconds) from now on Redis's clock, unless it was later
+// already, in one Lua script; checkout calls it to keep the seats through the
+// payment window. Errors: ESEATTAKEN with Details["seats"] the labels the
+// account no longer holds (expired, released, sold or never held); the others
+// were extended all the same. A ttl under 1 ms is a programming error.
+func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, labels []string, ttl time.Duration) error {
+	if ttl < time.Millisecond {
+		return fmt.Errorf("extend holds: TTL %v must be positive", ttl)
+	}
+	if len(labels) == 0 {
+		return nil
+	}
+	keys := []string{h.holdKey(eventID, accountID), h.Redis.Key("held:{%d}", eventID)}
+	args := []any{accountID, ttl.Milliseconds()}
+	for _, l := range labels {
+		keys = append(keys, h.lockKey(eventID, l))
+		args = append(args, l)
+	}
+	res, err := holdExtendScript.Run(ctx, h.Redis.Client, keys, args...).StringSlice()
+	if err != nil {
+		return fmt.Errorf("extend holds of account %d for event %d: %w", accountID, eventID, err)
+	}
+	if len(res) > 0 {
+		return &boxoffice.Error{
+			Code:    boxoffice.ESEATTAKEN,
+			Message: "Your hold on some of these seats has ended.",
+			Details: map[string]any{"seats": res},
+		}
+	}
+	return nil
+}
+
+// MarkSold records in Redis, in one Lua script, a sale that PostgreSQL
+// committed: labels join sold:{e}, the account's bought count becomes
+// boughtTotal (its tickets for the event in all, as purchase_count says after
+// the commit) unless it is higher already, and every hold on those seats ends
+// (whoever held it) and leaves the indexes. Calling it again changes nothing.
+func (h *Holds) MarkSold(ctx context.Context, eventID, accountID int64, labels []string, boughtTotal int) error {
+	keys := []string{
+		h.Redis.Key("sold:{%d}", eventID),
+		h.Redis.Key("bought:{%d}", eventID),
+		h.holdKey(eventID, accountID),
+		h.Redis.Key("held:{%d}", eventID),
+		h.Redis.Key("holder:{%d}", eventID),
+	}
+	args := []any{accountID, boughtTotal}
+	for _, l := range labels {
+		keys = append(keys, h.lockKey(eventID, l))
+		args = append(args, l)
+	}
+	if err := holdSoldScript.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {
+		return fmt.Errorf("mark seats of event %d sold: %w", eventID, err)
+	}
+	return nil
+}
+
+func (h *Holds) lockKey(eventID int64, label string) string {
+	return h.Redis.Key("seat:lock:{%d}:%s", eventID, label)
+}
+
+func (h *Holds) holdKey(eventID, accountID int64) string {
+	return h.Redis.Key("hold:{%d}:%d", eventID, accountID)
+}
+
+// refuse counts a refused hold request by its error code.
+func (h *Holds) refuse(err error) {
+	h.refused.WithLabelValues(boxoffice.ErrorCode(err)).Inc()
+}
+
+// checkLabels returns an EBADSEAT error unless labels name 1 to limit
+// distinct, well-formed seats of the event.
+func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string, limit int) error {
+	bad := func(msg string, seats []string) error {
+		err := &boxoffice.Error{Code: boxoffice.EBADSEAT, Message: msg}
+		if len(seats) > 0 {
+			err.Details = map[string]any{"seats": seats}
+		}
+		return err
+	}
+	switch {
+	case len(labels) == 0:
+		return bad("Choose at least one seat.", nil)
+	case len(labels) > limit:
+		return bad(fmt.Sprintf("You may choose at most %d seats.", limit), nil)
+	}
+	var malformed, dup []string
+	seen := make(map[string]bool, len(labels))
+	for _, l := range labels {
+		if !boxoffice.ValidSeatLabel(l) {
+			malformed = append(malformed, l)
+		} else if seen[l] {
+			dup = append(dup, l)
+		}
+		seen[l] = true
+	}
+	if len(malformed) > 0 {
+		return bad("That is not a seat.", malformed)
+	}
+	if len(dup) > 0 {
+		return bad("Each seat may be chosen once.", dup)
+	}
+	known, err := h.eventLabels(ctx, eventID)
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	for _, l := range labels {
+		if _, ok := known[l]; !ok {
+			unknown = append(unknown, l)
+		}
+	}
+	if len(unknown) > 0 {
+		return bad("There is no such seat at this event.", unknown)
+	}
+	return nil
+}
+
+// eventLabels returns the set of the event's seat labels, read from
+// PostgreSQL on first use and kept for the life of the process. An event
+// without seats (or no event) is not kept, so an event created later is
+// found.
+func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]struct{}, error) {
+	h.mu.Lock()
+	set, ok := h.labels[eventID]
+	h.mu.Unlock()
+	if ok {
+		return set, nil
+	}
+	v, err, _ := h.loads.Do("labels:"+strconv.FormatInt(eventID, 10), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		rows, err := h.DB.Pool.Query(ctx, `SELECT label FROM event_seat WHERE event_id = $1`, eventID)
+		if err != nil {
+			return nil, fmt.Errorf("seat labels of event %d: %w", eventID, err)
+		}
+		set := map[string]struct{}{}
+		var l string
+		for rows.Next() {
+			if err := rows.Scan(&l); err != nil {
+				return nil, fmt.Errorf("seat labels of event %d: %w", eventID, err)
+			}
+			set[l] = struct{}{}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("seat labels of event %d: %w", eventID, err)
+		}
+		if len(set) > 0 {
+			h.mu.Lock()
+			h.labels[eventID] = set
+			h.mu.Unlock()
+		}
+		return set, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string]struct{}), nil
+}
+
+// loadSoldCache copies the event's sold seats and bought counts from
+// PostgreSQL into Redis and sets cache:ready:{e}, through hold_cache.lua:
+// it merges (never removes) and skips when the marker is there, so that
+// loads racing each other or a MarkSold are harmless. Callers in one process
+// share one load per event; it outlives a caller that gives up (up to
+// loadTimeout), since the others wait for it.
+func (h *Holds) loadSoldCache(ctx context.Context, eventID int64) error {
+	_, err, _ := h.loads.Do("sold:"+strconv.FormatInt(eventID, 10), func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
+		defer cancel()
+		sold, bought, err := h.soldFromDB(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		ttl := h.SoldCacheTTL
+		if ttl <= 0 {
+			ttl = DefaultSoldCacheTTL
+		}
+		args := make([]any, 0, 2+len(sold)+len(bought))
+		args = append(args, ttl.Milliseconds(), len(sold))
+		for _, l := range sold {
+			args = append(args, l)
+		}
+		args = append(args, bought...)
+		err = holdCacheScript.Run(ctx, h.Redis.Client, []string{
+			h.Redis.Key("cache:ready:{%d}", eventID),
+			h.Redis.Key("sold:{%d}", eventID),
+			h.Redis.Key("bought:{%d}", eventID),
+		}, args...).Err()
+		if err != nil {
+			return nil, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
+		}
+		return nil, nil
+	})
+	return err
+}
+
+// soldFromDB reads the event's sold seat labels and, as account id, tickets
+// pairs, the accounts' bought tickets, in one snapshot.
+func (h *Holds) soldFromDB(ctx context.Context, eventID int64) (sold []string, bought []any, err error) {
+	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+	err = pgx.BeginTxFunc(ctx, h.DB.Pool, opts, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `SELECT seat_label FROM sold_seat WHERE event_id = $1`, eventID)
+		if err != nil {
+			return err
+		}
+		if sold, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT account_id, tickets FROM purchase_count WHERE event_id = $1 AND tickets > 0`, eventID)
+		if err != nil {
+			return err
+		}
+		var acct int64
+		var n int
+		_, err = pgx.ForEachRow(rows, []any{&acct, &n}, func() error {
+			bought = append(bought, acct, n)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("sold seats of event %d: %w", eventID, err)
+	}
+	return sold, bought, nil
+}
+
+// stringsOf converts a Lua array reply of strings.
+func stringsOf(v any) []string {
+	items, _ := v.([]any)
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if s, ok := it.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+-- Holds seats for one account: all of them or none (DESIGN rules 1 and 2).
+-- KEYS[1] cache:ready:{e}   marker that sold:{e} and bought:{e} were loaded
+-- KEYS[2] sold:{e}          set of sold labels
+-- KEYS[3] bought:{e}        hash account -> tickets bought
+-- KEYS[4] hold:{e}:{acct}   zset label -> expiry (ms): the account's holds
+-- KEYS[5] held:{e}          zset label -> expiry (ms): index of held seats
+-- KEYS[6] holder:{e}        hash label -> account: index of holders
+-- KEYS[7..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4..] labels
+-- Returns {'rebuild'} without the cache marker; {'taken', {labels}};
+-- {'limit', owned, held}; or {'ok', now (ms), first expiry (ms)}.
+-- Times come from Redis's clock. A hold is live while its expiry >= now,
+-- as a key with PXAT expiry is.
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return {'rebuild'}
+end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local acct, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+
+-- The account's count follows expiry and sales with no sweeper: drop its
+-- ended holds and those of seats sold since (at most limit entries remain).
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. now)
+for _, label in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+  if redis.call('SISMEMBER', KEYS[2], label) == 1 then
+    redis.call('ZREM', KEYS[4], label)
+  end
+end
+
+local taken, new = {}, {}
+for i = 7, #KEYS do
+  local label = ARGV[i - 3]
+  if redis.call('SISMEMBER', KEYS[2], label) == 1 then
+    taken[#taken + 1] = label
+  else
+    local owner = redis.call('GET', KEYS[i])
+    if owner == false or (owner == acct and not redis.call('ZSCORE', KEYS[4], label)) then
+      new[#new + 1] = i
+    elseif owner ~= acct then
+      taken[#taken + 1] = label
+    end
+  end
+end
+if #taken > 0 then
+  return {'taken', taken}
+end
+
+local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
+local held = redis.call('ZCARD', KEYS[4])
+if owned + held + #new > limit then
+  return {'limit', owned, held}
+end
+
+local exp = now + ttl
+for _, i in ipairs(new) do
+  local label = ARGV[i - 3]
+  redis.call('SET', KEYS[i], acct, 'PXAT', exp)
+  redis.call('ZADD', KEYS[4], exp, label)
+  redis.call('ZADD', KEYS[5], exp, label)
+  redis.call('HSET', KEYS[6], label, acct)
+end
+redis.call('PEXPIREAT', KEYS[4], redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')[2])
+
+local first = exp
+for i = 7, #KEYS do
+  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 3])))
+end
+
+-- Keep the map's index small: drop a bounded batch of ended holds.
+for _, label in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now, 'LIMIT', 0, 100)) do
+  redis.call('ZREM', KEYS[5], label)
+  redis.call('HDEL', KEYS[6], label)
+end
+return {'ok', now, first}

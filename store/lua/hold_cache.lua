@@ -1,0 +1,25 @@
+-- Loads sold:{e} and bought:{e} from PostgreSQL's rows and sets the marker,
+-- unless the marker is there. It only adds sold seats and raises bought
+-- counts, so a sale recorded (MarkSold) between the PostgreSQL read and this
+-- script is never lost, and concurrent loads are harmless.
+-- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e}
+-- ARGV[1] marker TTL (ms), ARGV[2] number of sold labels n,
+-- ARGV[3..2+n] sold labels, then account id, tickets pairs.
+-- Returns 1 when it loaded, 0 when the marker was there.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return 0
+end
+local last = 2 + tonumber(ARGV[2])
+local i = 3
+while i <= last do
+  local j = math.min(i + 999, last)
+  redis.call('SADD', KEYS[2], unpack(ARGV, i, j))
+  i = j + 1
+end
+for k = last + 1, #ARGV, 2 do
+  if tonumber(ARGV[k + 1]) > tonumber(redis.call('HGET', KEYS[3], ARGV[k]) or '0') then
+    redis.call('HSET', KEYS[3], ARGV[k], ARGV[k + 1])
+  end
+end
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+return 1
