@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"slices"
@@ -866,13 +865,13 @@ func TestQueue_Positions(t *testing.T) {
 	if _, err := counted.Position(ctx, queueEvent, 1, ""); err != nil { // warms the connection up
 		t.Fatal(err)
 	}
-	hook.cmds.Store(0)
-	hook.pipes.Store(0)
+	hook.single.Store(0)
+	hook.pipelines.Store(0)
 	got, err := counted.Positions(ctx, queueEvent, fans)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c, p := hook.cmds.Load(), hook.pipes.Load(); c != 0 || p != 1 {
+	if c, p := hook.single.Load(), hook.pipelines.Load(); c != 0 || p != 1 {
 		t.Fatalf("Positions of %d fans sent %d commands and %d pipelines, want 1 pipeline", len(fans), c, p)
 	}
 	for a := int64(1); a <= 1000; a++ {
@@ -901,20 +900,6 @@ func TestQueue_Positions(t *testing.T) {
 	if m, err := q.Positions(ctx, queueEvent, nil); err != nil || len(m) != 0 {
 		t.Fatalf("Positions(none) = %v, %v; want an empty map", m, err)
 	}
-}
-
-type countHook struct{ cmds, pipes atomic.Int32 }
-
-func (h *countHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
-}
-
-func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { h.cmds.Add(1); return next(ctx, cmd) }
-}
-
-func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { h.pipes.Add(1); return next(ctx, cmds) }
 }
 
 // Rule 7: when Redis loses the waiting room, a fan who had a place is told
