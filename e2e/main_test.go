@@ -168,8 +168,15 @@ func newPage(t *testing.T) playwright.Page {
 // people to look at what the tests saw.
 func screenshot(t *testing.T, page playwright.Page, name string) {
 	t.Helper()
+	dir, err := filepath.Abs("screenshots") // the driver resolves paths from its own folder
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("screenshot folder: %v", err)
+	}
 	if _, err := page.Screenshot(playwright.PageScreenshotOptions{
-		Path:     playwright.String(filepath.Join("screenshots", name+".png")),
+		Path:     playwright.String(filepath.Join(dir, name+".png")),
 		FullPage: playwright.Bool(true),
 	}); err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
