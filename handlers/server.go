@@ -28,12 +28,22 @@ type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
+// EventReader returns an event, possibly a moment old (store.EventCache).
+type EventReader interface {
+	Event(ctx context.Context, id int64) (*boxoffice.Event, error)
+}
+
 // Server holds what the handlers need. Set the fields, then call Handler.
 type Server struct {
 	Logger   *slog.Logger
 	Sessions *scs.SessionManager
 	Accounts boxoffice.AccountService
 	Events   boxoffice.EventService
+	// LiveEvents serves the hot paths of a sale (join, seat map, holds) from
+	// a short-lived copy of each event.
+	LiveEvents EventReader
+	Queue      boxoffice.QueueService
+	Holds      boxoffice.HoldService
 	// Ready lists the services /readyz checks, by name.
 	Ready map[string]Pinger
 	// Metrics is the registry /metrics serves.

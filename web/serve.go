@@ -97,16 +97,29 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	sessions.Cookie.SameSite = http.SameSiteLaxMode
 	sessions.Cookie.Secure = strings.HasPrefix(cfg.BaseURL, "https://")
 
+	queueMetrics, err := store.NewQueueMetrics(registry)
+	if err != nil {
+		return err
+	}
+	holds, err := store.NewHolds(db, rdb, registry)
+	if err != nil {
+		return err
+	}
+	events := &store.Events{DB: db}
+
 	stopping, stop := context.WithCancel(context.Background())
 	defer stop()
 	srv := &handlers.Server{
-		Logger:   logger,
-		Sessions: sessions,
-		Accounts: &store.Accounts{DB: db},
-		Events:   &store.Events{DB: db},
-		Ready:    map[string]handlers.Pinger{"postgres": db, "redis": rdb},
-		Metrics:  registry,
-		Stopping: stopping,
+		Logger:     logger,
+		Sessions:   sessions,
+		Accounts:   &store.Accounts{DB: db},
+		Events:     events,
+		LiveEvents: &store.EventCache{Events: events},
+		Queue:      &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Holds:      holds,
+		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Metrics:    registry,
+		Stopping:   stopping,
 	}
 	httpServer := &http.Server{
 		Handler:           srv.Handler(),

@@ -1,0 +1,84 @@
+package store
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"golang.org/x/sync/singleflight"
+)
+
+// EventCache keeps each event (with its grades and seat counts) in memory for
+// TTL, so that the hot paths of a sale (join, position, holds) cost no
+// PostgreSQL query per request: at most one per event per TTL per process,
+// however many fans ask at once. What it returns may be up to TTL old; use
+// the Events store directly where that matters (admin pages).
+type EventCache struct {
+	Events boxoffice.EventService
+	TTL    time.Duration // 1 s when zero
+	Now    func() time.Time
+
+	mu      sync.Mutex
+	entries map[int64]cachedEvent
+	loads   singleflight.Group
+}
+
+type cachedEvent struct {
+	event *boxoffice.Event
+	err   error
+	at    time.Time
+}
+
+// Event returns the event, loading it when the cached copy is older than
+// TTL. A "not found" answer is cached too, so unknown ids cannot hammer the
+// database. Errors: ENOTFOUND, or the store's error (not cached). The
+// returned event is shared: callers must not modify it.
+func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < c.ttl() {
+		return e.event, e.err
+	}
+	v, err, _ := c.loads.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		ev, err := c.Events.FindEventByID(context.WithoutCancel(ctx), id)
+		if err == nil || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
+			c.mu.Lock()
+			if c.entries == nil {
+				c.entries = map[int64]cachedEvent{}
+			}
+			c.entries[id] = cachedEvent{event: ev, err: err, at: c.now()}
+			c.mu.Unlock()
+		}
+		return ev, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*boxoffice.Event), nil
+}
+
+// Forget drops the cached copy of an event, so that the next call loads it
+// (after an admin changed it on this instance).
+func (c *EventCache) Forget(id int64) {
+	c.mu.Lock()
+	delete(c.entries, id)
+	c.mu.Unlock()
+}
+
+func (c *EventCache) ttl() time.Duration {
+	if c.TTL == 0 {
+		return time.Second
+	}
+	return c.TTL
+}
+
+func (c *EventCache) now() time.Time {
+	if c.Now == nil {
+		return time.Now()
+	}
+	return c.Now()
+}

@@ -1,0 +1,71 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
+)
+
+// countingEvents counts the loads that reach the real store.
+type countingEvents struct {
+	*store.Events
+	loads atomic.Int32
+}
+
+func (c *countingEvents) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	c.loads.Add(1)
+	return c.Events.FindEventByID(ctx, id)
+}
+
+func TestEventCache_Event(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.MustOpenDB(t)
+	ev := newHoldEvent(t, db, 4)
+	events := &countingEvents{Events: &store.Events{DB: db}}
+	now := time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
+	var clock atomic.Int64
+	clock.Store(now.UnixNano())
+	c := &store.EventCache{Events: events, TTL: time.Second, Now: func() time.Time { return time.Unix(0, clock.Load()) }}
+
+	var wg sync.WaitGroup
+	for range 300 {
+		wg.Go(func() {
+			got, err := c.Event(ctx, ev.ID)
+			if err != nil || got.ID != ev.ID {
+				t.Errorf("Event = %+v, %v; want event %d", got, err, ev.ID)
+			}
+		})
+	}
+	wg.Wait()
+	if n := events.loads.Load(); n != 1 {
+		t.Fatalf("300 concurrent calls loaded the event %d times, want 1", n)
+	}
+	clock.Add(int64(999 * time.Millisecond))
+	if _, err := c.Event(ctx, ev.ID); err != nil || events.loads.Load() != 1 {
+		t.Fatalf("within the TTL: %v, %d loads; want the cached copy", err, events.loads.Load())
+	}
+	clock.Add(int64(time.Millisecond))
+	if _, err := c.Event(ctx, ev.ID); err != nil || events.loads.Load() != 2 {
+		t.Fatalf("after the TTL: %v, %d loads; want a second load", err, events.loads.Load())
+	}
+	c.Forget(ev.ID)
+	if _, err := c.Event(ctx, ev.ID); err != nil || events.loads.Load() != 3 {
+		t.Fatalf("after Forget: %v, %d loads; want a third load", err, events.loads.Load())
+	}
+
+	for range 3 {
+		if _, err := c.Event(ctx, 987654); boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+			t.Fatalf("unknown event: %v, want %s", err, boxoffice.ENOTFOUND)
+		}
+	}
+	if n := events.loads.Load(); n != 4 {
+		t.Fatalf("three asks for an unknown event made %d loads in all, want one more (not found is cached)", n)
+	}
+}
