@@ -10,10 +10,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/alexedwards/scs/goredisstore"
 	"github.com/alexedwards/scs/v2"
+	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -26,6 +28,7 @@ type testApp struct {
 	*httptest.Server
 	DB    *store.DB
 	Redis *store.Redis
+	Srv   *handlers.Server
 }
 
 func newTestApp(t *testing.T) *testApp {
@@ -35,18 +38,45 @@ func newTestApp(t *testing.T) *testApp {
 	sessions := scs.New()
 	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
 	sessions.Cookie.Name = "boxoffice_session"
+	registry := prometheus.NewRegistry()
+	holds, err := store.NewHolds(db, rdb, registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueMetrics, err := store.NewQueueMetrics(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := &store.Events{DB: db}
 	stopping, stop := context.WithCancel(context.Background())
 	srv := &handlers.Server{
-		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sessions: sessions,
-		Accounts: &store.Accounts{DB: db, Cost: bcrypt.MinCost},
-		Ready:    map[string]handlers.Pinger{"postgres": db, "redis": rdb},
-		Metrics:  prometheus.NewRegistry(),
-		Stopping: stopping,
+		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sessions:   sessions,
+		Accounts:   &store.Accounts{DB: db, Cost: bcrypt.MinCost},
+		Events:     events,
+		LiveEvents: &store.EventCache{Events: events, TTL: time.Millisecond},
+		Queue:      &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Holds:      holds,
+		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Metrics:    registry,
+		Stopping:   stopping,
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { stop(); ts.Close() })
-	return &testApp{Server: ts, DB: db, Redis: rdb}
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv}
+}
+
+// newAccount creates an account with the role (fan or admin) and returns a
+// client logged in as it.
+func (a *testApp) newAccount(t *testing.T, email, role string) (*client, *boxoffice.Account) {
+	t.Helper()
+	acct, err := a.Srv.Accounts.CreateAccount(context.Background(), boxoffice.Signup{Email: email, Password: "correct horse", Name: email, Role: role})
+	if err != nil {
+		t.Fatalf("create account %s: %v", email, err)
+	}
+	c := a.newClient(t)
+	wantStatus(t, c.do("POST", "/login", url.Values{"email": {email}, "password": {"correct horse"}}), http.StatusSeeOther)
+	return c, acct
 }
 
 // client is a browser-like client with its own cookie jar that does not
