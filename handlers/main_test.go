@@ -57,6 +57,7 @@ func newTestApp(t *testing.T) *testApp {
 		LiveEvents: &store.EventCache{Events: events, TTL: time.Millisecond},
 		Queue:      &store.Queue{Redis: rdb, Metrics: queueMetrics},
 		Holds:      holds,
+		Limiter:    store.NewRateLimiter(rdb),
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,

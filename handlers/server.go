@@ -44,6 +44,9 @@ type Server struct {
 	LiveEvents EventReader
 	Queue      boxoffice.QueueService
 	Holds      boxoffice.HoldService
+	// Limiter enforces the rate limits on sign-up, log-in and joining; nil
+	// turns them off (RATE_LIMITS=off, for load tests from one address).
+	Limiter boxoffice.RateLimiter
 	// Ready lists the services /readyz checks, by name.
 	Ready map[string]Pinger
 	// Metrics is the registry /metrics serves.
@@ -63,6 +66,7 @@ func (s *Server) Handler() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = echo.ExtractIPDirect() // X-Forwarded-For is not trusted: anyone can send it
 	s.Sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
@@ -78,9 +82,9 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/", s.handleHome)
 	app.GET("/events/:id", s.handleEvent)
 	app.GET("/signup", s.handleSignupPage)
-	app.POST("/signup", s.handleSignup)
+	app.POST("/signup", s.handleSignup, s.rateLimit(signupLimits))
 	app.GET("/login", s.handleLoginPage)
-	app.POST("/login", s.handleLogin)
+	app.POST("/login", s.handleLogin, s.rateLimit(loginLimits))
 	app.POST("/logout", s.handleLogout)
 	return e
 }

@@ -18,16 +18,27 @@ type Accounts struct {
 	DB *DB
 	// Cost is the bcrypt cost (bcrypt.DefaultCost when 0).
 	Cost int
+
+	dummyOnce sync.Once
+	dummy     []byte
 }
 
-// dummyHash is compared against when an e-mail is unknown, so that a wrong
-// e-mail and a wrong password take the same time. It is computed on first
-// use rather than at package initialisation, which every process importing
-// store would pay for (seconds under the race detector).
-var dummyHash = sync.OnceValue(func() []byte {
-	h, _ := bcrypt.GenerateFromPassword([]byte("boxoffice-dummy-password"), bcrypt.DefaultCost)
-	return h
-})
+// dummyHash returns a hash at the accounts' cost, compared against when an
+// e-mail is unknown so that a wrong e-mail and a wrong password take the same
+// time. It is computed on first use, not at start-up (seconds under -race).
+func (s *Accounts) dummyHash() []byte {
+	s.dummyOnce.Do(func() {
+		s.dummy, _ = bcrypt.GenerateFromPassword([]byte("boxoffice-dummy-password"), s.cost())
+	})
+	return s.dummy
+}
+
+func (s *Accounts) cost() int {
+	if s.Cost == 0 {
+		return bcrypt.DefaultCost
+	}
+	return s.Cost
+}
 
 // CreateAccount validates s, hashes the password with bcrypt and inserts the
 // account. Errors: EINVALID with Fields, "email" when the address is taken
@@ -38,11 +49,7 @@ func (s *Accounts) CreateAccount(ctx context.Context, in boxoffice.Signup) (*box
 	if err := in.Validate(); err != nil {
 		return nil, err
 	}
-	cost := s.Cost
-	if cost == 0 {
-		cost = bcrypt.DefaultCost
-	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), cost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(in.Password), s.cost())
 	if err != nil {
 		return nil, fmt.Errorf("hash password: %w", err)
 	}
@@ -72,7 +79,7 @@ func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*b
 	wrong := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "That e-mail and password do not match an account.")
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(password))
+		_ = bcrypt.CompareHashAndPassword(s.dummyHash(), []byte(password))
 		return nil, wrong
 	case err != nil:
 		return nil, fmt.Errorf("find account: %w", err)

@@ -24,6 +24,7 @@ type Config struct {
 	SessionSecret string        // SESSION_SECRET: signs ticket codes; 32+ characters
 	LogLevel      string        // LOG_LEVEL: debug, info, warn or error
 	AdmissionTick time.Duration // ADMISSION_TICK: how often the admitter admits a batch
+	RateLimits    bool          // RATE_LIMITS: "on", or "off" for load tests from one address
 }
 
 // Dev defaults of the secrets, refused when BASE_URL is https (a real site).
@@ -99,6 +100,12 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		bad("LOG_LEVEL", "want debug, info, warn or error, got %q", c.LogLevel)
 	}
+	switch v := get("RATE_LIMITS", "on"); v {
+	case "on", "off":
+		c.RateLimits = v == "on"
+	default:
+		bad("RATE_LIMITS", "want on or off, got %q", v)
+	}
 	tick := get("ADMISSION_TICK", "1s")
 	if c.AdmissionTick, err = time.ParseDuration(tick); err != nil || c.AdmissionTick < 100*time.Millisecond || c.AdmissionTick > time.Minute {
 		bad("ADMISSION_TICK", "want a duration from 100ms to 1m such as 1s, got %q", tick)
@@ -114,7 +121,7 @@ func (c Config) LogAttrs() []any {
 	return []any{
 		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
-		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(),
+		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
 	}
 }
 

@@ -24,7 +24,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		t.Fatalf("LoadConfig(empty) = %v, want the developer defaults", err)
 	}
 	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
-		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second {
+		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -39,7 +39,7 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"PG_PROVIDER": "paypal"}, []string{"PG_PROVIDER"}},
 		{map[string]string{"PG_PROVIDER": "toss"}, []string{"PG_SECRET_KEY"}},
 		{map[string]string{"BASE_URL": "https://tickets.example"}, []string{"SESSION_SECRET"}},
-		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK"}},
+		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast", "RATE_LIMITS": "maybe"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK", "RATE_LIMITS"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))

@@ -121,6 +121,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Metrics:    registry,
 		Stopping:   stopping,
 	}
+	if cfg.RateLimits {
+		srv.Limiter = store.NewRateLimiter(rdb)
+	}
 	httpServer := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -1,0 +1,68 @@
+package handlers
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/labstack/echo/v4"
+)
+
+// limitRule is one allowance: perMinute requests a minute per key, where
+// key returns "" when the rule does not apply (a visitor for a per-account
+// rule).
+type limitRule struct {
+	name      string
+	perMinute int
+	key       func(c echo.Context) string
+}
+
+// The allowances, sized so that a real fan never meets them (CGNAT puts
+// many fans behind one address) while a script is slowed to a crawl.
+var (
+	signupLimits = []limitRule{{"signup:ip", 20, byAddress}}
+	loginLimits  = []limitRule{{"login:ip", 60, byAddress}, {"login:email", 10, byEmail}}
+	joinLimits   = []limitRule{{"join:account", 30, byAccount}, {"join:ip", 1200, byAddress}}
+)
+
+func byAddress(c echo.Context) string { return c.RealIP() }
+
+func byEmail(c echo.Context) string { return strings.ToLower(strings.TrimSpace(c.FormValue("email"))) }
+
+func byAccount(c echo.Context) string {
+	if a := boxoffice.AccountFromContext(c.Request().Context()); a != nil {
+		return strconv.FormatInt(a.ID, 10)
+	}
+	return ""
+}
+
+// rateLimit refuses a request over any of the rules' allowances with 429
+// and Retry-After (whole seconds). Without a limiter (RATE_LIMITS=off) it
+// lets everything through; when Redis cannot be asked it lets the request
+// through too, since the request itself will then meet the outage.
+func (s *Server) rateLimit(rules []limitRule) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if s.Limiter == nil {
+			return next
+		}
+		return func(c echo.Context) error {
+			for _, r := range rules {
+				key := r.key(c)
+				if key == "" {
+					continue
+				}
+				wait, err := s.Limiter.Allow(c.Request().Context(), r.name+":"+key, r.perMinute)
+				if err != nil {
+					s.Logger.Warn("rate limiter unavailable", "err", err)
+					break
+				}
+				if wait > 0 {
+					c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+					return boxoffice.Errorf(boxoffice.ERATELIMITED, "Too many attempts. Please wait a moment and try again.")
+				}
+			}
+			return next(c)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package handlers_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"testing"
+)
+
+func TestRateLimit_Login(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c := app.newClient(t)
+	wrong := url.Values{"email": {"target@example.com"}, "password": {"wrong horse"}}
+	for range 10 {
+		wantStatus(t, c.do("POST", "/login", wrong), http.StatusUnauthorized)
+	}
+	resp := c.do("POST", "/login", wrong, "Accept: application/json")
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+		t.Errorf("Retry-After = %q, want whole seconds from 1 to 60", resp.Header.Get("Retry-After"))
+	}
+	// Another e-mail from the same address is still let through: the
+	// per-address allowance is larger than the per-e-mail one.
+	wantStatus(t, c.do("POST", "/login", url.Values{"email": {"someone@example.com"}, "password": {"wrong horse"}}), http.StatusUnauthorized)
+}
+
+func TestRateLimit_Signup(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c := app.newClient(t)
+	for i := range 20 {
+		wantStatus(t, c.do("POST", "/signup", signupForm(fmt.Sprintf("bot%d@example.com", i), "correct horse", "Bot")), http.StatusSeeOther)
+	}
+	before := app.countAccounts(t)
+	resp := c.do("POST", "/signup", signupForm("bot20@example.com", "correct horse", "Bot"))
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	if after := app.countAccounts(t); after != before {
+		t.Errorf("a refused sign-up wrote an account (%d -> %d)", before, after)
+	}
+}
