@@ -171,7 +171,7 @@ func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
 		in.VenueID, in.Title, in.Description, in.Grades = venue.ID, v.title, v.description, v.grades
 		in.QueueOpensAt = now.Add(-time.Minute)
 		in.SaleEndsAt = now.AddDate(0, 0, 30)
-		in.StartsAt = now.AddDate(0, 0, 31)
+		in.StartsAt = eveningAfter(in.SaleEndsAt, in.TimeZone)
 		ev, err := es.CreateEvent(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("seed: event %s: %w", v.title, err)
@@ -208,4 +208,14 @@ func (r *Result) Print(w io.Writer) error {
 			e.QueueOpensAt.In(e.Location()).Format("2006-01-02 15:04 MST"))
 	}
 	return tw.Flush()
+}
+
+// eveningAfter returns 19:00 in zone on the day after t: when concerts start.
+func eveningAfter(t time.Time, zone string) time.Time {
+	loc, err := boxoffice.LoadTimeZone(zone)
+	if err != nil {
+		loc = time.UTC
+	}
+	y, m, d := t.In(loc).AddDate(0, 0, 1).Date()
+	return time.Date(y, m, d, 19, 0, 0, 0, loc)
 }

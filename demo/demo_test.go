@@ -82,9 +82,12 @@ func TestSeed(t *testing.T) {
 			t.Errorf("%s grades = %s, want %s", ev.Title, got, want.grades)
 		}
 		minute := now.Truncate(time.Minute)
+		seoul, _ := time.LoadLocation("Asia/Seoul")
+		y, m, d := minute.AddDate(0, 0, 30).In(seoul).Date()
+		evening := time.Date(y, m, d+1, 19, 0, 0, 0, seoul) // the day after the sale ends, 19:00 in Seoul
 		if ev.Status != boxoffice.EventOnSale || ev.VenueID != v.ID || ev.TimeZone != "Asia/Seoul" || ev.Currency != "KRW" ||
 			!ev.QueueOpensAt.Equal(minute.Add(-time.Minute)) || !ev.SaleEndsAt.Equal(minute.AddDate(0, 0, 30)) ||
-			!ev.StartsAt.Equal(minute.AddDate(0, 0, 31)) || !ev.QueueOpen(now) {
+			!ev.StartsAt.Equal(evening) || !ev.QueueOpen(now) {
 			t.Errorf("event %d = %+v, want on sale at %s in Asia/Seoul with its queue open since a minute", i, ev, v.Name)
 		}
 	}
