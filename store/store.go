@@ -99,6 +99,13 @@ func CreateDatabase(ctx context.Context, dsn string) error {
 	}
 	admin := *u
 	admin.Path = "/postgres"
+	q := admin.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") { // pgxpool's settings mean nothing to one connection
+			q.Del(k)
+		}
+	}
+	admin.RawQuery = q.Encode()
 	conn, err := pgx.Connect(ctx, admin.String())
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)
