@@ -60,6 +60,7 @@ func newTestApp(t *testing.T) *testApp {
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,
+		Venues:     &store.Venues{DB: db},
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { stop(); ts.Close() })
