@@ -66,6 +66,7 @@ func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis) *testApp {
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,
+		Venues:     &store.Venues{DB: db},
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { stop(); ts.Close() })

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -56,6 +58,9 @@ type Server struct {
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
+
+	// Admin set-up (issue 3): venues and their seat maps.
+	Venues boxoffice.VenueService
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -71,7 +76,7 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Use(s.recover, s.metricsMiddleware(), middleware.BodyLimit("64K"), crossOriginProtection())
+	e.Use(s.recover, s.metricsMiddleware(), bodyLimit(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
@@ -86,5 +91,25 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/login", s.handleLoginPage)
 	app.POST("/login", s.handleLogin, s.rateLimit(loginLimits))
 	app.POST("/logout", s.handleLogout)
+
+	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
+	// import has its own body limit (bodyLimit skips it).
+	admin := app.Group("/admin", requireAdmin)
+	admin.GET("", s.handleAdmin)
+	admin.GET("/venues", s.handleAdminVenues)
+	admin.GET("/venues/new", s.handleAdminVenueNew)
+	admin.POST("/venues", s.handleAdminVenueGenerate)
+	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport, middleware.BodyLimit(strconv.Itoa(maxSeatMapUploadBytes)))
+	admin.GET("/venues/:id", s.handleAdminVenue)
+	admin.GET("/venues/:id/seats.csv", s.handleAdminVenueSeatsCSV)
+	admin.POST("/venues/:id/name", s.handleAdminVenueRename)
+	admin.POST("/venues/:id/delete", s.handleAdminVenueDelete)
+	admin.GET("/events", s.handleAdminEvents)
+	admin.GET("/events/new", s.handleAdminEventNew)
+	admin.POST("/events", s.handleAdminEventCreate)
+	admin.GET("/events/:id/edit", s.handleAdminEventEdit)
+	admin.POST("/events/:id/edit", s.handleAdminEventUpdate)
+	admin.POST("/events/:id/publish", s.handleAdminEventPublish)
+	admin.POST("/events/:id/close", s.handleAdminEventClose)
 	return e
 }

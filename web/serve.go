@@ -120,6 +120,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,
+		Venues:     &store.Venues{DB: db},
 	}
 	if cfg.RateLimits {
 		srv.Limiter = store.NewRateLimiter(rdb)
