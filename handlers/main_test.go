@@ -29,6 +29,8 @@ type testApp struct {
 	DB    *store.DB
 	Redis *store.Redis
 	Srv   *handlers.Server
+	// Stop cancels the server's Stopping context, as a shutdown does.
+	Stop context.CancelFunc
 }
 
 func newTestApp(t *testing.T) *testApp {
@@ -60,10 +62,12 @@ func newTestApp(t *testing.T) *testApp {
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,
+
+		AdmissionTick: 100 * time.Millisecond,
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { stop(); ts.Close() })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv}
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop}
 }
 
 // newAccount creates an account with the role (fan or admin) and returns a

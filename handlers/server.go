@@ -53,6 +53,13 @@ type Server struct {
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
+
+	// The waiting room's live positions (handlers/queue_stream.go).
+	// AdmissionTick is the admitter's tick (boxoffice.DefaultAdmissionTick
+	// when 0): once per tick each instance reads the positions of all its
+	// SSE clients of an event in one Redis round trip.
+	AdmissionTick time.Duration
+	queueHub      *queueHub
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -60,6 +67,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.Stopping == nil {
+		s.Stopping = context.Background()
+	}
+	s.queueHub = newQueueHub(s)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -82,5 +93,13 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/login", s.handleLoginPage)
 	app.POST("/login", s.handleLogin)
 	app.POST("/logout", s.handleLogout)
+
+	// The waiting room (issue 4): joining, the page, its status, its live
+	// stream, the entry token's time left.
+	app.POST("/events/:id/queue", s.handleQueueJoin, requireAccount)
+	app.GET("/events/:id/queue", s.handleWaitingRoom, requireAccount)
+	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
+	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
+	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
 	return e
 }
