@@ -31,6 +31,8 @@ type Pinger interface {
 // EventReader returns an event, possibly a moment old (store.EventCache).
 type EventReader interface {
 	Event(ctx context.Context, id int64) (*boxoffice.Event, error)
+	// Forget drops the copy of an event, after an admin changed it.
+	Forget(id int64)
 }
 
 // Server holds what the handlers need. Set the fields, then call Handler.
@@ -95,11 +97,13 @@ func (s *Server) Handler() http.Handler {
 	app.POST("/logout", s.handleLogout)
 
 	// The waiting room (issue 4): joining, the page, its status, its live
-	// stream, the entry token's time left.
+	// stream, the entry token's time left, and the admin's live page.
 	app.POST("/events/:id/queue", s.handleQueueJoin, requireAccount)
 	app.GET("/events/:id/queue", s.handleWaitingRoom, requireAccount)
 	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
 	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
 	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
+	app.GET("/admin/events/:id/live", s.handleAdminLive, requireAdmin)
+	app.POST("/admin/events/:id/admission", s.handleAdminAdmission, requireAdmin)
 	return e
 }
