@@ -33,6 +33,8 @@ type Pinger interface {
 // EventReader returns an event, possibly a moment old (store.EventCache).
 type EventReader interface {
 	Event(ctx context.Context, id int64) (*boxoffice.Event, error)
+	// Forget drops the copy of an event, after an admin changed it.
+	Forget(id int64)
 }
 
 // Server holds what the handlers need. Set the fields, then call Handler.
@@ -61,6 +63,13 @@ type Server struct {
 
 	// Admin set-up (issue 3): venues and their seat maps.
 	Venues boxoffice.VenueService
+
+	// The waiting room's live positions (handlers/queue_stream.go).
+	// AdmissionTick is the admitter's tick (boxoffice.DefaultAdmissionTick
+	// when 0): once per tick each instance reads the positions of all its
+	// SSE clients of an event in one Redis round trip.
+	AdmissionTick time.Duration
+	queueHub      *queueHub
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -68,6 +77,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.Stopping == nil {
+		s.Stopping = context.Background()
+	}
+	s.queueHub = newQueueHub(s)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -111,5 +124,15 @@ func (s *Server) Handler() http.Handler {
 	admin.POST("/events/:id/edit", s.handleAdminEventUpdate)
 	admin.POST("/events/:id/publish", s.handleAdminEventPublish)
 	admin.POST("/events/:id/close", s.handleAdminEventClose)
+
+	// The waiting room (issue 4): joining, the page, its status, its live
+	// stream, the entry token's time left, and the admin's live page.
+	app.POST("/events/:id/queue", s.handleQueueJoin, requireAccount, s.rateLimit(joinLimits))
+	app.GET("/events/:id/queue", s.handleWaitingRoom, requireAccount)
+	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
+	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
+	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
+	admin.GET("/events/:id/live", s.handleAdminLive)
+	admin.POST("/events/:id/admission", s.handleAdminAdmission)
 	return e
 }
