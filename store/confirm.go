@@ -99,7 +99,7 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 		}
 		return s.confirmPayment(ctx, o, p)
 	case payment.StatusCanceled, payment.StatusPartialCanceled:
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRefunded, "", "cancelled at the PG", false)
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRefunded, "", "", false) // refunded by others
 	case payment.StatusAborted, payment.StatusExpired:
 		detail := p.Status
 		if p.Failure != nil {

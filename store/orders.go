@@ -119,7 +119,9 @@ func orderName(title string, seats int) string {
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
 // (the event is not on sale or the sale has ended); ESEATTAKEN with
-// Details["seats"] (holds that ended before they could be extended).
+// Details["seats"] (holds that ended before they could be extended); and
+// PostgreSQL's or Redis's (if the holds could not be extended, the order
+// stays payable and a retry returns it).
 func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*boxoffice.Order, error) {
 	labels, _, err := s.Holds.MyHolds(ctx, eventID, accountID)
 	if err != nil {
@@ -186,7 +188,8 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 	if err != nil {
 		return nil, fmt.Errorf("create order: %w", err)
 	}
-	if err := s.Holds.ExtendHolds(ctx, eventID, accountID, labels, expiresAt.Sub(now).Truncate(time.Millisecond)); err != nil {
+	err = s.Holds.ExtendHolds(ctx, eventID, accountID, labels, expiresAt.Sub(now).Truncate(time.Millisecond))
+	if boxoffice.ErrorCode(err) == boxoffice.ESEATTAKEN {
 		if _, cerr := s.DB.Pool.Exec(context.WithoutCancel(ctx), `
 			UPDATE orders SET status = 'CANCELLED', failure_code = $2, failure_message = $3, updated_at = $4
 			WHERE id = $1 AND status = ANY($5)`,
@@ -194,6 +197,8 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 			s.logger().Error("cancel an order whose holds ended", "order_id", id, "err", cerr)
 		}
 		return nil, err
+	} else if err != nil {
+		return nil, err // Redis is down: the order stays, and a retry returns it
 	}
 	return s.FindOrderByID(ctx, id)
 }
