@@ -55,7 +55,9 @@ const maxPaymentKey = 200
 //     differs, the PG is not asked, the order becomes FAILED
 //     (amount_mismatch) unless it is past that, and Outcome is "".
 //  2. A payment already recorded returns its recorded result (a pending
-//     refund is tried again first).
+//     refund is tried again first), except a rejected one, which is looked
+//     up again: if the PG has confirmed it since (another caller's confirm
+//     was under way), it is refunded.
 //  3. The PG is asked: a payable order's payment is confirmed (Toss's
 //     confirm with the order's own amount; its Idempotency-Key makes repeats
 //     harmless), then the payment is looked up and only that answer counts,
@@ -169,28 +171,39 @@ func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, redirectA
 	return &boxoffice.Confirmation{Order: o}, nil
 }
 
-// recorded returns the recorded result of the payment, nil if it has none.
-// A refund still pending is tried again first.
+// recorded returns the recorded result of the payment (see settle), nil if
+// it has none or it was rejected: a rejected payment is looked up again,
+// since a confirm under way when it was rejected may have moved its money
+// since. Errors: EBADREQUEST for another order's payment.
 func (s *Orders) recorded(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Confirmation, error) {
 	var orderID string
 	var outcome boxoffice.PaymentOutcome
-	var reason string
-	err := s.DB.Pool.QueryRow(ctx, `SELECT order_id, outcome, reason FROM payment WHERE payment_key = $1`, paymentKey).
-		Scan(&orderID, &outcome, &reason)
-	if errors.Is(err, pgx.ErrNoRows) {
+	err := s.DB.Pool.QueryRow(ctx, `SELECT order_id, outcome FROM payment WHERE payment_key = $1`, paymentKey).
+		Scan(&orderID, &outcome)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
 		return nil, nil
-	} else if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
-	}
-	if orderID != o.ID {
+	case orderID != o.ID:
 		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment is for another order.")
+	case outcome == boxoffice.PaymentRejected:
+		return nil, nil
 	}
-	if outcome == boxoffice.PaymentRefundPending {
-		if err := s.refund(ctx, paymentKey, reason); err != nil {
-			return nil, err
-		}
+	return s.settle(ctx, o.ID, paymentKey)
+}
+
+// settle returns the recorded result of the payment, after trying its
+// refund again if it is still refund_pending.
+func (s *Orders) settle(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
+	c, err := s.result(ctx, orderID, paymentKey)
+	if err != nil || c.Outcome != boxoffice.PaymentRefundPending {
+		return c, err
 	}
-	return s.result(ctx, o.ID, paymentKey)
+	if err := s.refund(ctx, paymentKey, c.Reason); err != nil {
+		return nil, err
+	}
+	return s.result(ctx, orderID, paymentKey)
 }
 
 // askPG confirms the payment at the PG if the order may still be paid, then
@@ -230,6 +243,24 @@ func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Pa
 		return false, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 	}
 	return tag.RowsAffected() == 1, nil
+}
+
+// insertDonePayment is insertPayment for a payment the PG reports DONE. If
+// the payment is recorded already as rejected (a caller looked it up while
+// another's confirm was still under way at the PG, and saw it not yet
+// confirmed), that record is wrong now that money moved: it becomes
+// refund_pending, for the caller to refund. It reports whether it inserted.
+func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
+	inserted, err := insertPayment(ctx, tx, orderID, p, outcome, reason, now)
+	if err != nil || inserted {
+		return inserted, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
+		WHERE payment_key = $1 AND outcome = 'rejected'`, p.PaymentKey, p.Status, now)
+	if err != nil {
+		return false, fmt.Errorf("refund a rejected payment the PG confirmed: %w", err)
+	}
+	return false, nil
 }
 
 // recordUnconfirmed records a payment that sells nothing and needs no
@@ -275,7 +306,7 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 	var inserted bool
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		if inserted, err = insertPayment(ctx, tx, o.ID, p, boxoffice.PaymentRefundPending, reason, now); err != nil || !inserted {
+		if inserted, err = insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRefundPending, reason, now); err != nil || !inserted {
 			return err
 		}
 		_, err = tx.Exec(ctx, `
@@ -287,17 +318,15 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 	if err != nil {
 		return nil, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 	}
-	if c, err := s.recorded(ctx, o, p.PaymentKey); err != nil || c != nil {
-		return c, err
-	}
-	return nil, fmt.Errorf("payment %s vanished after it was recorded", p.PaymentKey)
+	return s.settle(ctx, o.ID, p.PaymentKey)
 }
 
 // confirmPayment runs the confirmation transaction for a payment the PG
 // reports DONE for exactly the order's amount:
 //
 //   - record the payment (payment_key UNIQUE: a repeat waits for the first
-//     and then returns its result);
+//     and then returns its result; a record of it as rejected, made while
+//     this confirm was under way at the PG, turns into a refund);
 //   - lock the account's purchase_count row, then the order row, so that one
 //     account's confirmations run one at a time;
 //   - decide: the order must still be payable (not paid by another payment,
@@ -322,7 +351,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 	var reason string
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		// Recorded as not confirmed until decided below, in this transaction.
-		inserted, err := insertPayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
+		inserted, err := insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
 		if err != nil || !inserted {
 			return err
 		}
@@ -388,7 +417,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 			s.logger().Warn("mark sold seats in Redis (the sold-seat cache reloads them)", "order_id", o.ID, "err", err)
 		}
 	}
-	return s.recorded(ctx, o, p.PaymentKey)
+	return s.settle(ctx, o.ID, p.PaymentKey)
 }
 
 // insertSoldSeats inserts the order's sold_seat rows in label order, inside a

@@ -469,6 +469,28 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 		}
 	})
 
+	// The second payment was looked up (not confirmed yet: rejected) while a
+	// confirm of it was still under way at the PG, which then lands: its
+	// webhook turns the rejection into a refund.
+	t.Run("ConfirmedAfterRejection", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.S[0])
+		k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
+		k2, a2 := env.pay(t, o, payment.ScenarioDefault)
+		env.mustRedirect(t, o.ID, k1, a1)
+		if c := env.mustRedirect(t, o.ID, k2, a2); c.Outcome != boxoffice.PaymentRejected {
+			t.Fatalf("second payment: %q, want rejected", c.Outcome)
+		}
+		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Amount); err != nil { // the confirm under way lands
+			t.Fatal(err)
+		}
+		env.SB.Wait()
+		if out, reason := env.outcome(t, k2); out != boxoffice.PaymentRefunded || reason != boxoffice.ReasonAlreadyPaid ||
+			env.pgStatus(t, k2) != payment.StatusCanceled {
+			t.Errorf("second payment: %q (%s), PG %s; want refunded (already_paid), CANCELED", out, reason, env.pgStatus(t, k2))
+		}
+		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+	})
+
 	t.Run("AtOnce", func(t *testing.T) {
 		for round := range 15 {
 			o := env.order(t, env.account(t), env.Event.Labels[1+round])
