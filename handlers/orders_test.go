@@ -349,7 +349,7 @@ func TestWebhook(t *testing.T) {
 // PG retries, and the retry confirms the order once.
 func TestWebhook_PostgresDown(t *testing.T) {
 	t.Parallel()
-	appDB, pgDB := storetestDB(t), storetestDB(t)
+	appDB, pgDB := storetest.MustOpenDB(t), storetest.MustOpenDB(t)
 	app := newTestAppPG(t, appDB, pgDB, storetest.MustOpenRedis(t))
 	c, _, o := app.checkout(t, "outage@example.com", "A-1-8")
 	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
@@ -421,8 +421,6 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 	}
 }
-
-func storetestDB(t *testing.T) *store.DB { return storetest.MustOpenDB(t) }
 
 // blockDatabase makes db's database refuse connections and ends the open
 // ones, which is what a PostgreSQL outage looks like to the app; the
