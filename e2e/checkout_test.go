@@ -5,113 +5,64 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/playwright-community/playwright-go"
-	"golang.org/x/crypto/bcrypt"
 )
 
-const demoPassword = "demo-password-e2e"
-
-// sale is the demo seeded into an app's database, with the app's stores.
+// sale is the demo event of an app, with the app's stores, through which
+// the test holds seats as the seat map would.
 type sale struct {
-	app    *app
-	db     *store.DB
-	redis  *store.Redis
-	queue  *store.Queue
-	holds  *store.Holds
-	events []*boxoffice.Event
+	app   *app
+	db    *store.DB
+	holds *store.Holds
+	event *boxoffice.Event
 }
 
-// seedSale seeds the demo (demo.Seed) into the app's database and opens the
-// app's PostgreSQL and Redis (its key prefix) for the test to drive the
-// waiting room and the holds directly.
+// seedSale seeds the demo (the binary's seed-demo) and opens the app's
+// PostgreSQL and Redis (its key prefix).
 func seedSale(t *testing.T, a *app) *sale {
 	t.Helper()
+	id := seedDemo(t, a)
 	ctx := context.Background()
 	db, err := store.OpenDB(ctx, a.DatabaseURL)
 	must(t, "open the app's database", err)
 	t.Cleanup(db.Close)
-	res, err := demo.Seed(ctx, db, demo.Options{Password: demoPassword, BcryptCost: bcrypt.MinCost})
-	must(t, "seed the demo", err)
-	if res.Skipped != "" || len(res.Events) == 0 {
-		t.Fatalf("demo seed skipped: %s", res.Skipped)
-	}
 	rdb, err := store.OpenRedis(ctx, storetest.RedisURL(), a.RedisPrefix)
 	must(t, "open the app's Redis", err)
 	t.Cleanup(func() { rdb.Close() })
 	holds, err := store.NewHolds(db, rdb, nil)
 	must(t, "holds", err)
-	return &sale{app: a, db: db, redis: rdb, queue: &store.Queue{Redis: rdb}, holds: holds, events: res.Events}
+	ev, err := (&store.Events{DB: db}).FindEventByID(ctx, id)
+	must(t, "find the demo event", err)
+	return &sale{app: a, db: db, holds: holds, event: ev}
 }
 
-// logIn logs the page in as the demo fan n and returns the account id.
-func (s *sale) logIn(t *testing.T, page playwright.Page, n int) int64 {
+// enter logs the demo fan n in, joins the event's queue from the event
+// page and waits in the waiting room until the admitter lets the fan in
+// (the page moves on to the seat map). It returns the page and the account.
+func (s *sale) enter(t *testing.T, n int) (playwright.Page, int64) {
 	t.Helper()
-	email := fmt.Sprintf(demo.FanEmail, n)
-	_, err := page.Goto(s.app.URL + "/login")
-	must(t, "open log-in", err)
-	must(t, "fill e-mail", page.GetByLabel("E-mail").Fill(email))
-	must(t, "fill password", page.GetByLabel("Password").Fill(demoPassword))
-	must(t, "log in", page.GetByTestId("login-submit").Click())
-	must(t, "wait for home", page.WaitForURL(s.app.URL+"/"))
+	email := fmt.Sprintf("fan%d@boxoffice.test", n)
+	page := login(t, s.app, email)
+	_, err := page.Goto(fmt.Sprintf("%s/events/%d", s.app.URL, s.event.ID))
+	must(t, "open the event", err)
+	must(t, "join", page.GetByTestId("join-queue").Click())
+	must(t, "wait for the waiting room", page.WaitForURL(fmt.Sprintf("%s/events/%d/queue", s.app.URL, s.event.ID)))
+	must(t, "wait to be let in", page.WaitForURL(fmt.Sprintf("%s/events/%d/seats", s.app.URL, s.event.ID)))
 	var id int64
 	must(t, "account id", s.db.Pool.QueryRow(context.Background(), `SELECT id FROM account WHERE email = $1`, email).Scan(&id))
-	return id
-}
-
-// admit puts the page's fan through the event's waiting room: it joins with
-// the browser session's key and waits until admitted, admitting ticks itself
-// (the app's own admitter, where it runs, may be first; either is fine).
-func (s *sale) admit(t *testing.T, page playwright.Page, eventID, accountID int64) {
-	t.Helper()
-	ctx := context.Background()
-	sid := s.sessionKey(t, page)
-	_, err := s.queue.Join(ctx, eventID, accountID, sid)
-	must(t, "join the queue", err)
-	settings := boxoffice.AdmissionSettings{EventID: eventID, Rate: 100, TokenTTL: 10 * time.Minute}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, _, err := s.queue.EntryToken(ctx, eventID, accountID, sid); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the fan was not admitted within 10 s")
-		}
-		_, err := s.queue.Admit(ctx, settings, boxoffice.TickIndex(time.Now(), time.Second), time.Second)
-		must(t, "admit", err)
-	}
-}
-
-// sessionKey reads the browser session's key ("sid"), to which entry tokens
-// are bound, from the app's session store in Redis.
-func (s *sale) sessionKey(t *testing.T, page playwright.Page) string {
-	t.Helper()
-	cookies, err := page.Context().Cookies(s.app.URL)
-	must(t, "read cookies", err)
-	for _, c := range cookies {
-		if c.Name != "boxoffice_session" {
-			continue
-		}
-		b, err := s.redis.Client.Get(context.Background(), s.redis.Key("session:%s", c.Value)).Bytes()
-		must(t, "read the session", err)
-		_, values, err := scs.GobCodec{}.Decode(b)
-		must(t, "decode the session", err)
-		return values["sid"].(string)
-	}
-	t.Fatal("the browser has no session cookie")
-	return ""
+	return page, id
 }
 
 // holdSeats holds the first n free seats of the event for the account, as
 // the seat map would, and returns them with their total price.
-func (s *sale) holdSeats(t *testing.T, ev *boxoffice.Event, accountID int64, n int) ([]string, int64) {
+func (s *sale) holdSeats(t *testing.T, accountID int64, n int) ([]string, int64) {
 	t.Helper()
+	ev := s.event
 	ctx := context.Background()
 	seats, err := (&store.Events{DB: s.db}).EventSeats(ctx, ev.ID)
 	must(t, "event seats", err)
@@ -129,9 +80,9 @@ func (s *sale) holdSeats(t *testing.T, ev *boxoffice.Event, accountID int64, n i
 
 // checkOut posts the checkout form from an app page, as the seat map's
 // checkout button does, and waits for the sandbox PG's payment page.
-func (s *sale) checkOut(t *testing.T, page playwright.Page, eventID int64) {
+func (s *sale) checkOut(t *testing.T, page playwright.Page) {
 	t.Helper()
-	_, err := page.Goto(fmt.Sprintf("%s/events/%d", s.app.URL, eventID))
+	_, err := page.Goto(fmt.Sprintf("%s/events/%d", s.app.URL, s.event.ID))
 	must(t, "open the event", err)
 	_, err = page.Evaluate(fmt.Sprintf(`() => {
 		const f = document.createElement("form");
@@ -139,24 +90,22 @@ func (s *sale) checkOut(t *testing.T, page playwright.Page, eventID int64) {
 		f.action = "/events/%d/orders";
 		document.body.appendChild(f);
 		f.submit();
-	}`, eventID))
+	}`, s.event.ID))
 	must(t, "check out", err)
 	must(t, "wait for the PG's page", page.WaitForURL(s.app.URL+"/sandbox-pg/checkout?**"))
 }
 
-// The whole journey on the demo event: log in, join and be admitted, hold
-// two seats, check out, pay on the sandbox PG's page, and see the tickets
-// with their QR codes.
+// The whole journey on the demo event: log in, join the queue and wait to
+// be let in, hold two seats, check out, pay on the sandbox PG's page, and
+// see the tickets with their QR codes.
 func TestCheckout_Journey(t *testing.T) {
-	a := startApp(t)
+	a := startApp(t, "ADMISSION_TICK=200ms")
 	s := seedSale(t, a)
-	ev := s.events[0]
-	page := newPage(t)
-	acct := s.logIn(t, page, 1)
-	s.admit(t, page, ev.ID, acct)
-	labels, total := s.holdSeats(t, ev, acct, 2)
+	ev := s.event
+	page, acct := s.enter(t, 1)
+	labels, total := s.holdSeats(t, acct, 2)
 
-	s.checkOut(t, page, ev.ID)
+	s.checkOut(t, page)
 	if got, want := text(t, page, "pg-amount"), views.Money(total, ev.Currency); got != want {
 		t.Fatalf("the PG asks for %q, want %q", got, want)
 	}
@@ -194,15 +143,13 @@ func TestCheckout_Journey(t *testing.T) {
 // A declined payment leaves the order payable, with a way to pay again,
 // until its payment window closes; then the page shows it expired.
 func TestCheckout_DeclinedUntilExpiry(t *testing.T) {
-	a := startApp(t, "PAYMENT_WINDOW=8s")
+	a := startApp(t, "ADMISSION_TICK=200ms", "PAYMENT_WINDOW=8s")
 	s := seedSale(t, a)
-	ev := s.events[1]
-	page := newPage(t)
-	acct := s.logIn(t, page, 2)
-	s.admit(t, page, ev.ID, acct)
-	s.holdSeats(t, ev, acct, 2)
+	ev := s.event
+	page, acct := s.enter(t, 2)
+	s.holdSeats(t, acct, 2)
 
-	s.checkOut(t, page, ev.ID)
+	s.checkOut(t, page)
 	must(t, "decline", page.GetByTestId("pg-decline").Click())
 	must(t, "wait for the fail page", page.WaitForURL(a.URL+"/payments/fail?**"))
 	if got := text(t, page, "payment-failed"); !strings.Contains(got, "cancelled the payment") {
