@@ -331,8 +331,8 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 //     account's confirmations run one at a time;
 //   - decide: the order must still be payable (not paid by another payment,
 //     failed or given up), the account's bought tickets plus these must stay
-//     within the event's limit, and, for a late payment (the order expired),
-//     no seat may be held in Redis by another account;
+//     within the event's limit, and no seat may be held in Redis by another
+//     account (the order's holds may have expired, been released or lost);
 //   - insert the sold_seat rows (UNIQUE per seat, in label order so that
 //     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
 //     back to a savepoint;
@@ -360,14 +360,13 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 			return err
 		}
 		var status boxoffice.OrderStatus
-		var expiresAt time.Time
 		var limit int
 		// NO KEY UPDATE: the payment rows of other transactions hold KEY
 		// SHARE locks on the order (their foreign key), which FOR UPDATE
 		// would wait for while they wait for purchase_count: a deadlock.
 		err = tx.QueryRow(ctx, `
-			SELECT o.status, o.expires_at, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
-			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &expiresAt, &limit)
+			SELECT o.status, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
+			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &limit)
 		if err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
@@ -380,7 +379,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 		case tickets+len(labels) > limit:
 			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
 		}
-		if reason == "" && (status == boxoffice.OrderExpired || !now.Before(expiresAt)) {
+		if reason == "" {
 			taken, err := s.heldByOthers(ctx, o.EventID, o.AccountID, labels)
 			if err != nil {
 				return err
