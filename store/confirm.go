@@ -84,7 +84,7 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 		return nil, err
 	}
 	if redirectAmount != nil && *redirectAmount != o.Amount {
-		return s.failTampered(ctx, o, *redirectAmount)
+		return s.failTampered(ctx, o, paymentKey, *redirectAmount)
 	}
 	if c, err := s.recorded(ctx, o, paymentKey); err != nil || c != nil {
 		return c, err
@@ -153,10 +153,21 @@ func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string)
 }
 
 // failTampered moves the order to FAILED (amount_mismatch) because the
-// redirect's amount is not the order's, without asking the PG, unless the
-// order is past that (a confirmed order stays confirmed).
-func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, redirectAmount int64) (*boxoffice.Confirmation, error) {
-	_, err := s.DB.Pool.Exec(ctx, `
+// redirect's amount is not the order's, without a confirm call, unless the
+// order is past that (a confirmed order stays confirmed). The payment is
+// looked up first (GET /v1/payments/{paymentKey}, which moves no money): a
+// redirect whose payment the PG does not know for this order is anyone's
+// forgery and changes nothing (EBADREQUEST; EUNAVAILABLE while the PG does
+// not answer).
+func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, paymentKey string, redirectAmount int64) (*boxoffice.Confirmation, error) {
+	p, err := s.PG.GetPayment(ctx, paymentKey)
+	switch {
+	case err != nil && payment.IsTemporary(err):
+		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The payment gateway does not answer. Please try again in a moment.")
+	case err != nil || p.OrderID != o.ID:
+		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment does not belong to the order.")
+	}
+	_, err = s.DB.Pool.Exec(ctx, `
 		UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
 		WHERE id = $1 AND status = ANY($5)`,
 		o.ID, boxoffice.ReasonAmountMismatch, fmt.Sprintf("the redirect says %d, the order is %d", redirectAmount, o.Amount),
