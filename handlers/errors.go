@@ -140,8 +140,12 @@ func render(c echo.Context, status int, component templ.Component) error {
 }
 
 // wantsJSON reports whether the request asks for JSON (Accept:
-// application/json), as the contract's JSON routes answer.
+// application/json), as the contract's JSON routes answer, or sends JSON
+// (the PG's webhooks, which name no Accept).
 func wantsJSON(c echo.Context) bool {
+	if ct := c.Request().Header.Get(echo.HeaderContentType); strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		return true
+	}
 	for part := range strings.SplitSeq(c.Request().Header.Get(echo.HeaderAccept), ",") {
 		mediaType, _, _ := strings.Cut(part, ";")
 		if strings.TrimSpace(mediaType) == echo.MIMEApplicationJSON {

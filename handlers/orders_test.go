@@ -325,7 +325,7 @@ func TestWebhook(t *testing.T) {
 		want int
 	}{
 		{"Garbage", "not json", http.StatusBadRequest},
-		{"OtherEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"k","orderId":"o"}}`, http.StatusBadRequest},
+		{"OtherEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"k","orderId":"o"}}`, http.StatusOK}, // ignored, or the PG retries for days
 		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", payment.MaxWebhookBytes) + `"}`, http.StatusRequestEntityTooLarge},
 		{"UnknownPayment", event("tsbx-forged", o.OrderID), http.StatusUnauthorized},
 		{"OtherOrdersPayment", event(key, "someone-elses"), http.StatusUnauthorized},
@@ -342,6 +342,9 @@ func TestWebhook(t *testing.T) {
 			defer resp.Body.Close()
 			if resp.StatusCode != tt.want {
 				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type %q, want JSON for the PG, errors included", ct)
 			}
 		})
 	}

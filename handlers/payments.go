@@ -78,7 +78,11 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The webhook body could not be read.")
 	}
 	ev, err := payment.ParseWebhook(body)
-	if err != nil {
+	if errors.Is(err, payment.ErrUnknownEventType) {
+		// An event we do not act on (say, a deposit callback): 200, or the PG
+		// would retry it for days.
+		return c.JSON(http.StatusOK, map[string]any{"ignored": true})
+	} else if err != nil {
 		return err
 	}
 	conf, err := s.Orders.ConfirmWebhook(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
