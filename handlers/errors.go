@@ -3,9 +3,11 @@ package handlers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 
 	"github.com/a-h/templ"
 	"github.com/boxoffice/boxoffice"
@@ -91,19 +93,35 @@ func (s *Server) handleError(err error, c echo.Context) {
 var errServiceDown = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The box office is briefly unavailable. Please try again in a few seconds.")
 
 // fromEcho replaces echo's own errors with the contract's, and a failure to
-// reach PostgreSQL or Redis (a network error) with EUNAVAILABLE.
+// reach PostgreSQL or Redis with EUNAVAILABLE.
 func fromEcho(err error) error {
 	var he *echo.HTTPError
-	var netErr *net.OpError
-	switch {
-	case errors.As(err, &he):
+	if errors.As(err, &he) {
 		if mapped, ok := echoErrors[he.Code]; ok {
 			return mapped
 		}
-	case errors.As(err, &netErr):
+	} else if unreachable(err) {
 		return fmt.Errorf("%w (%w)", errServiceDown, err)
 	}
 	return err
+}
+
+// unreachable reports whether err says that PostgreSQL or Redis could not be
+// reached or went away mid-request: a network error, a connection cut short
+// (EOF), or a PostgreSQL error of SQLSTATE class 08 (connection exception)
+// or 57 (operator intervention, such as a shutdown). It looks at behaviour,
+// not at the drivers' types, so handlers stay free of them.
+func unreachable(err error) bool {
+	var netErr net.Error
+	var state interface{ SQLState() string }
+	switch {
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	case errors.As(err, &state):
+		code := state.SQLState()
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57")
+	}
+	return false
 }
 
 // statusOf returns the HTTP status for err's code (500 for unknown errors).

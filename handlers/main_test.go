@@ -33,8 +33,13 @@ type testApp struct {
 
 func newTestApp(t *testing.T) *testApp {
 	t.Helper()
-	db := storetest.MustOpenDB(t)
-	rdb := storetest.MustOpenRedis(t)
+	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t))
+}
+
+// newTestAppOn is newTestApp on the given stores (a private server's, for
+// outage tests).
+func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis) *testApp {
+	t.Helper()
 	sessions := scs.New()
 	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
 	sessions.Cookie.Name = "boxoffice_session"

@@ -42,6 +42,16 @@ func OpenDB(ctx context.Context, dsn string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
+	// A server that went away must not hang requests: connecting gives up
+	// after 5 s (unless connect_timeout says otherwise), and requests answer
+	// 503. pgxpool's default of 4 connections on a 2-core machine is too few
+	// for a sale's confirmations; pool_max_conns in the URL overrides this.
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
@@ -89,6 +99,13 @@ func CreateDatabase(ctx context.Context, dsn string) error {
 	}
 	admin := *u
 	admin.Path = "/postgres"
+	q := admin.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") { // pgxpool's settings mean nothing to one connection
+			q.Del(k)
+		}
+	}
+	admin.RawQuery = q.Encode()
 	conn, err := pgx.Connect(ctx, admin.String())
 	if err != nil {
 		return fmt.Errorf("connect to PostgreSQL: %w", err)

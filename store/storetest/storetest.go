@@ -85,7 +85,20 @@ func NewDatabaseURL(tb testing.TB) string {
 			tb.Errorf("drop test database %s: %v", name, err)
 		}
 	})
-	return withDatabase(DatabaseURL(), name)
+	return withPool(withDatabase(DatabaseURL(), name))
+}
+
+// withPool caps the pool of a test database at 4 connections: tests run in
+// parallel against one server whose max_connections is often 100.
+func withPool(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		panic(fmt.Sprintf("DATABASE_URL %q: %v", dsn, err))
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "4")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // MustOpenDB opens a fresh, migrated database for tb (see NewDatabaseURL),

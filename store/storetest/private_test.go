@@ -1,0 +1,53 @@
+package storetest_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
+)
+
+// The private servers start, stop and start again: what the outage tests of
+// other packages rely on.
+func TestPrivateServers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	r := storetest.StartRedis(t)
+	rdb, err := store.OpenRedis(ctx, r.URL, "p:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if err := rdb.Client.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.Stop()
+	if err := rdb.Ping(ctx); err == nil {
+		t.Fatal("Ping succeeded with the private Redis stopped")
+	}
+	r.Start()
+	if n, err := rdb.Client.Exists(ctx, "k").Result(); err != nil || n != 0 {
+		t.Fatalf("after a restart EXISTS k = %d, %v; want 0 (nothing persisted)", n, err)
+	}
+
+	p := storetest.StartPostgres(t)
+	db, err := store.OpenDB(ctx, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	if err := db.Ping(ctx); err == nil {
+		t.Fatal("Ping succeeded with the private PostgreSQL stopped")
+	}
+	p.Start()
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM account`).Scan(&n); err != nil {
+		t.Fatalf("query after the restart: %v", err)
+	}
+}
