@@ -27,7 +27,7 @@ type Fan struct {
 
 // newClient returns an HTTP/1.1 client with at most conns connections to
 // each host, that does not follow redirects (the bench follows the ones it
-// wants, to time each step).
+// wants, to time each step) and asks for gzip as browsers do.
 func newClient(conns int) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
@@ -36,7 +36,6 @@ func newClient(conns int) *http.Client {
 			MaxIdleConnsPerHost: conns,
 			MaxIdleConns:        conns,
 			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
 		},
 		Timeout:       30 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

@@ -15,8 +15,12 @@ import (
 // kind: kindOK, or an error's kind such as "409 seat_taken" or "timeout".
 type Op func(ctx context.Context, i int) string
 
-// kindOK is the kind of a request that got the answer it wanted.
-const kindOK = "ok"
+// kindOK is the kind of a request that got the answer it wanted;
+// kindNotSent of one the open loop could not send (see OpenLoop).
+const (
+	kindOK      = "ok"
+	kindNotSent = "not sent: generator at max in flight"
+)
 
 // sample is one request's outcome. at is when the request was due (open
 // loop: by the schedule, so that a request the generator could not send on
@@ -130,7 +134,7 @@ func OpenLoop(ctx context.Context, rate float64, d time.Duration, maxInFlight in
 		select {
 		case sem <- struct{}{}:
 		default:
-			rec.add(due, "not sent: generator at max in flight")
+			rec.add(due, kindNotSent)
 			continue
 		}
 		wg.Go(func() {
@@ -174,26 +178,29 @@ type Point struct {
 }
 
 // Stats computes the step's figures. The achieved rate is the requests
-// answered over the time from the step's start to the last answer.
+// sent and answered (well or not) over the time from the step's start to
+// the last answer; requests not sent count as errors but have no latency.
 func (r *Recorder) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Stats{Name: r.Name, Requests: len(r.s), Offered: r.Offered, Errors: map[string]int{}}
-	if len(r.s) == 0 {
-		return st
-	}
-	st.Seconds = r.last.Sub(r.start).Seconds()
-	if st.Seconds > 0 {
-		st.Rate = float64(len(r.s)) / st.Seconds
-	}
 	lat := make([]time.Duration, 0, len(r.s))
 	for _, s := range r.s {
-		lat = append(lat, s.latency)
 		if s.kind == kindOK {
 			st.OK++
 		} else {
 			st.Errors[s.kind]++
 		}
+		if s.kind != kindNotSent {
+			lat = append(lat, s.latency)
+		}
+	}
+	if len(lat) == 0 {
+		return st
+	}
+	st.Seconds = r.last.Sub(r.start).Seconds()
+	if st.Seconds > 0 {
+		st.Rate = float64(len(lat)) / st.Seconds
 	}
 	slices.Sort(lat)
 	st.P50, st.P95, st.P99, st.Max = ms(pct(lat, 50)), ms(pct(lat, 95)), ms(pct(lat, 99)), ms(lat[len(lat)-1])
@@ -209,6 +216,9 @@ func series(ss []sample, seconds float64) []Point {
 	buckets := make([][]time.Duration, n)
 	errs := make([]int, n)
 	for _, s := range ss {
+		if s.kind == kindNotSent {
+			continue
+		}
 		b := min(max(int(s.at.Seconds()/width), 0), n-1)
 		buckets[b] = append(buckets[b], s.latency)
 		if s.kind != kindOK {

@@ -93,7 +93,7 @@ func main() {
 	fs.DurationVar(&cfg.OpenDuration, "open-duration", 3*time.Second, "length of each open-loop step")
 	fs.DurationVar(&cfg.BaselineDuration, "baseline-duration", 3*time.Second, "length of each closed-loop baseline step")
 	fs.IntVar(&cfg.MaxInFlight, "max-in-flight", 8192, "open loop: requests unanswered at once before the generator counts them as not sent")
-	fs.IntVar(&cfg.AdmitRate, "admit-rate", 0, "admission rate set for the waiting phase, fans per second (0: fans/10, at least 100)")
+	fs.IntVar(&cfg.AdmitRate, "admit-rate", 0, "admission rate set for the waiting phase, fans per second (0: a tenth of the fans, at least 100)")
 	fs.DurationVar(&cfg.AdmissionTick, "admission-tick", time.Second, "the server's ADMISSION_TICK")
 	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", 2*time.Minute, "longest waiting phase")
 	fs.IntVar(&cfg.StreamSample, "sse-sample", 500, "fans that follow the SSE stream in the waiting phase (the others poll)")
@@ -129,7 +129,7 @@ func main() {
 		quick(&cfg, fs)
 	}
 	if cfg.AdmitRate == 0 {
-		cfg.AdmitRate = max(cfg.Fans/10, 100)
+		cfg.AdmitRate = max(fans(cfg)/10, 100)
 	}
 	cfg.DatabaseURL = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/boxoffice")
 	cfg.RedisURL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -169,7 +169,15 @@ func quick(cfg *Config, fs *flag.FlagSet) {
 	def("buy-timeout", func() { cfg.BuyTimeout = 20 * time.Second })
 	def("sse-conns", func() { cfg.SSEConns = min(cfg.SSEConns, 1000) })
 	def("admission-tick", func() { cfg.AdmissionTick = 200 * time.Millisecond })
-	def("admit-rate", func() { cfg.AdmitRate = max(cfg.Fans/4, 100) })
+	def("admit-rate", func() { cfg.AdmitRate = max(fans(*cfg)/4, 100) })
+}
+
+// fans returns how many fans the mode sets up: -fans, or one per stream.
+func fans(cfg Config) int {
+	if cfg.Mode == "sse" {
+		return cfg.SSEConns
+	}
+	return cfg.Fans
 }
 
 func env(name, def string) string {

@@ -155,7 +155,7 @@ func writeReport(dir string, r *Report) (string, error) {
 		if len(p.Steps) == 0 {
 			continue
 		}
-		name := fmt.Sprintf("phase-%d.svg", i+1)
+		name := fmt.Sprintf("phase-%d.png", i+1)
 		if err := plotPhase(filepath.Join(dir, name), p); err != nil {
 			return "", fmt.Errorf("plot %s: %w", p.Name, err)
 		}

@@ -247,9 +247,6 @@ func math0(x float64) float64 {
 // measured.
 func runSSE(ctx context.Context, cfg Config, ui *UI) error {
 	cfg.Fans, cfg.Rates, cfg.Baselines = cfg.SSEConns, nil, false
-	if cfg.AdmitRate == 0 || cfg.AdmitRate == max(cfg.Fans/10, 100) {
-		cfg.AdmitRate = max(cfg.SSEConns/10, 100)
-	}
 	rep := &Report{StartedAt: time.Now(), Machine: machine(), Config: cfg}
 	limit, err := raiseOpenFiles()
 	if err != nil {
@@ -299,6 +296,7 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 	}
 	time.Sleep(500 * time.Millisecond) // let the probe's stream go
 	rss0, _, _ := memory(b.srv.Pid())
+	go0, _ := b.goMemory(ctx)
 
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -339,6 +337,7 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 	// Every open stream should have its first position fragment within a tick or two.
 	time.Sleep(2*b.cfg.AdmissionTick + time.Second)
 	rss1, _, _ := memory(b.srv.Pid())
+	go1, _ := b.goMemory(ctx)
 	first := 0
 	for _, s := range streams {
 		if !s.First.IsZero() {
@@ -349,6 +348,11 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 		per := float64(rss1-rss0) / float64(b.streamsOpen)
 		p.figure("memory per stream", fmt.Sprintf("%.1f KB (RSS %.1f MiB before the streams, %.1f MiB with %d open; %d had their first fragment)",
 			per/1024, mib(rss0), mib(rss1), b.streamsOpen, first), per)
+		if go0.ok && go1.ok {
+			p.figure("Go memory per stream", fmt.Sprintf("%.1f KB of heap and goroutine stacks in use (%.1f MiB before, %.1f MiB with the streams; goroutines %0.f before, %0.f with)",
+				(go1.bytes()-go0.bytes())/float64(b.streamsOpen)/1024, go0.bytes()/(1<<20), go1.bytes()/(1<<20), go0.goroutines, go1.goroutines),
+				(go1.bytes()-go0.bytes())/float64(b.streamsOpen))
+		}
 	}
 
 	how, err := b.setAdmission(ctx, false, b.cfg.AdmitRate)
@@ -387,4 +391,46 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 		p.note(fmt.Sprintf("streams without their admission: %v", after))
 	}
 	return p
+}
+
+// goMem is the server's Go memory as /metrics reports it.
+type goMem struct {
+	heap, stack, goroutines float64
+	ok                      bool
+}
+
+func (m goMem) bytes() float64 { return m.heap + m.stack }
+
+// goMemory reads go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes
+// and go_goroutines from the server's GET /metrics.
+func (b *Bench) goMemory(ctx context.Context) (goMem, error) {
+	a, err := call(ctx, b.client, "GET", b.url("/metrics"), nil, nil)
+	if err != nil {
+		return goMem{}, err
+	}
+	var m goMem
+	found := 0
+	for _, line := range strings.Split(string(a.Body), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		var x float64
+		if _, err := fmt.Sscanf(v, "%g", &x); err != nil {
+			continue
+		}
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			m.heap = x
+		case "go_memstats_stack_inuse_bytes":
+			m.stack = x
+		case "go_goroutines":
+			m.goroutines = x
+		default:
+			continue
+		}
+		found++
+	}
+	m.ok = found == 3
+	return m, nil
 }
