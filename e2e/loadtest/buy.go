@@ -320,6 +320,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	p.figure("held", fmt.Sprintf("%d seats held by the fans; %d races lost (409 seat_taken) and retried", tot.held.Load(), tot.raceLost.Load()), float64(tot.held.Load()))
 	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
 		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
+	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
 	b.soldOut = sold == b.sale.Seats
 	return p
 }

@@ -248,8 +248,8 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return math.Round(float64(d)/float64(time.Microsecond)) / 1000 }
 
-// durationStats summarises delays (not requests) such as admission-to-
-// fragment delays, in milliseconds.
+// DelayStats summarise delays (not requests), such as the delays from an
+// admission to the fragment that shows it, in milliseconds.
 type DelayStats struct {
 	N   int     `json:"n"`
 	P50 float64 `json:"p50_ms"`

@@ -81,6 +81,7 @@ func (b *Bench) invariants(ctx context.Context) (*Phase, []Invariant) {
 	}
 	p.figure("checked", fmt.Sprintf("%d sold seats of %d, %d buyers, %d orders (%d confirmed), %d payments, %d tickets",
 		sold, b.sale.Seats, buyers, orders, confirmed, payments, tickets), float64(sold))
+	p.figure("confirmed orders", fmt.Sprintf("%d orders CONFIRMED in PostgreSQL", confirmed), float64(confirmed))
 	if confirmed == 0 {
 		p.note("no confirmed order: the order invariants held for want of orders")
 	}

@@ -97,7 +97,7 @@ func main() {
 	fs.DurationVar(&cfg.AdmissionTick, "admission-tick", time.Second, "the server's ADMISSION_TICK")
 	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", 2*time.Minute, "longest waiting phase")
 	fs.IntVar(&cfg.StreamSample, "sse-sample", 500, "fans that follow the SSE stream in the waiting phase (the others poll)")
-	fs.Float64Var(&cfg.SeatMapShare, "seat-map-share", 0.05, "share of fans that load the whole seat map before holding (the others choose from a shared, refreshed copy)")
+	fs.Float64Var(&cfg.SeatMapShare, "seat-map-share", 0.01, "share of fans that load the whole seat map before holding (the others choose from a shared, refreshed copy)")
 	fs.DurationVar(&cfg.SeatMapRefresh, "seat-map-refresh", time.Second, "how often the shared copy of the seat map is reloaded")
 	fs.IntVar(&cfg.HoldRetries, "hold-retries", 8, "how often a fan who lost a race tries other seats")
 	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 3*time.Minute, "longest holding-and-buying phase")
@@ -141,12 +141,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ui := newUI(*bars)
-	var err error
+	run := runBench
 	if cfg.Mode == "sse" {
-		err = runSSE(ctx, cfg, ui)
-	} else {
-		err = runBench(ctx, cfg, ui)
+		run = runSSE
 	}
+	_, err := run(ctx, cfg, ui)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)

@@ -30,28 +30,28 @@ func openRedis(ctx context.Context, cfg Config) (*redis.Client, error) {
 // runBench runs the baselines and the five phases and writes the report.
 // It fails when the set-up fails or an invariant is broken; a missed target
 // is a finding of the report, not a failure.
-func runBench(ctx context.Context, cfg Config, ui *UI) error {
+func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 	rep := &Report{StartedAt: time.Now(), Machine: machine(), Config: cfg}
 	if _, err := raiseOpenFiles(); err != nil {
 		ui.Logf("could not raise the open-file limit: %v", err)
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	rdb, err := openRedis(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rdb.Close()
 	if cfg.Baselines {
 		ui.Logf("Baselines")
 		es, err := echoBaseline(ctx, cfg, ui)
 		if err != nil {
-			return fmt.Errorf("echo baseline: %w", err)
+			return nil, fmt.Errorf("echo baseline: %w", err)
 		}
 		rs, err := redisBaseline(ctx, cfg, rdb, "bench:"+randomHex(4)+":", ui)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		rep.Baselines = append(es, rs...)
 		for _, s := range rep.Baselines {
@@ -64,13 +64,13 @@ func runBench(ctx context.Context, cfg Config, ui *UI) error {
 		if b != nil {
 			b.close(context.WithoutCancel(ctx))
 		}
-		return fmt.Errorf("set-up: %w", err)
+		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Phases = append(rep.Phases, setup, b.joinStorm(ctx), b.waiting(ctx), b.buying(ctx))
 	inv, invariants := b.invariants(ctx)
 	rep.Phases = append(rep.Phases, inv)
 	rep.Invariants = invariants
-	return b.finish(ctx, rep)
+	return rep, b.finish(ctx, rep)
 }
 
 // finish completes the report (targets, ratios, profiles of the missed
@@ -97,7 +97,7 @@ func (b *Bench) finish(ctx context.Context, rep *Report) error {
 	if err != nil {
 		return err
 	}
-	fmt.Print(md)
+	fmt.Fprint(b.ui.Report, md)
 	b.ui.Logf("report: %s", absPath(b.cfg.Out+"/report.md"))
 	var broken []string
 	for _, inv := range rep.Invariants {
@@ -245,22 +245,22 @@ func math0(x float64) float64 {
 // memory per stream is measured, then admission is let go and each
 // stream's delay from the fan's admission to its "admitted" fragment is
 // measured.
-func runSSE(ctx context.Context, cfg Config, ui *UI) error {
+func runSSE(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 	cfg.Fans, cfg.Rates, cfg.Baselines = cfg.SSEConns, nil, false
 	rep := &Report{StartedAt: time.Now(), Machine: machine(), Config: cfg}
 	limit, err := raiseOpenFiles()
 	if err != nil {
-		return fmt.Errorf("raise the open-file limit: %w", err)
+		return nil, fmt.Errorf("raise the open-file limit: %w", err)
 	}
 	if limit < uint64(cfg.SSEConns)+1000 {
 		ui.Logf("the open-file limit is %d: fewer than %d streams may open", limit, cfg.SSEConns)
 	}
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	rdb, err := openRedis(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer rdb.Close()
 	ui.Logf("1. Set-up")
@@ -269,10 +269,10 @@ func runSSE(ctx context.Context, cfg Config, ui *UI) error {
 		if b != nil {
 			b.close(context.WithoutCancel(ctx))
 		}
-		return fmt.Errorf("set-up: %w", err)
+		return nil, fmt.Errorf("set-up: %w", err)
 	}
 	rep.Phases = append(rep.Phases, setup, b.joinStorm(ctx), b.streams(ctx, limit))
-	return b.finish(ctx, rep)
+	return rep, b.finish(ctx, rep)
 }
 
 // streams is bench-sse's phase: K streams open at once on one instance.

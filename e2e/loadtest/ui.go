@@ -10,17 +10,19 @@ import (
 	"github.com/schollz/progressbar/v3"
 )
 
-// UI shows progress on stderr: a progress bar per step when Bars is on (a
-// terminal), and a line per step and message in any case.
+// UI shows progress on Out (stderr): a progress bar per step when Bars is
+// on (a terminal), and a line per step and message in any case. The final
+// report is printed on Report (stdout).
 type UI struct {
-	Bars bool
-	Out  io.Writer
+	Bars   bool
+	Out    io.Writer
+	Report io.Writer
 
 	mu  sync.Mutex
 	bar *progressbar.ProgressBar
 }
 
-func newUI(bars bool) *UI { return &UI{Bars: bars, Out: os.Stderr} }
+func newUI(bars bool) *UI { return &UI{Bars: bars, Out: os.Stderr, Report: os.Stdout} }
 
 // Bar starts a step's bar of max requests (-1: unknown, a spinner) and
 // returns it, or nil when bars are off.
