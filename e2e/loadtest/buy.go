@@ -191,7 +191,7 @@ const (
 func (b *Bench) buying(ctx context.Context) *Phase {
 	p := b.phase("4. Holding and buying")
 	defer b.endPhase(p)
-	if len(b.admitted) > 0 || !b.joined {
+	if !b.admitted {
 		p.Status = "not available: no fan was admitted"
 		return p
 	}
@@ -293,7 +293,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	}
 	prof()
 
-	if hasOrders && hasSandbox {
+	if b.paid = hasOrders && hasSandbox; b.paid {
 		var payers []*Fan
 		for i, ok := range holding {
 			if ok {

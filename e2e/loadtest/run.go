@@ -171,9 +171,12 @@ func (b *Bench) targets(r *Report) []Target {
 				sell.Got = f.Text
 			}
 		}
-		if sold.Status != "ran" {
+		switch {
+		case sold.Status != "ran":
 			sell.Got = sold.Status
-		} else {
+		case !b.paid:
+			sell.Got = "not measured: " + strings.Join(sold.Notes, "; ")
+		default:
 			sell.Met = ptr(b.soldOut && broken == 0 && b.cfg.Fans >= 20000)
 			sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
 		}
