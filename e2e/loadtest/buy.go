@@ -172,14 +172,12 @@ type buyRecorders struct {
 
 // buyTotals counts what the fans got.
 type buyTotals struct {
-	held, confirmedOrders, confirmedSeats, raceLost atomic.Int64
+	held, confirmedOrders, confirmedSeats, raceLost, soldOut atomic.Int64
 }
 
-// journeyOutcome kinds that are not errors of the server.
-const (
-	outcomeSoldOut = "sold out (no free seat in the fan's view)"
-	outcomeGaveUp  = "gave up after losing every race"
-)
+// outcomeGaveUp is the kind of a fan's hold that lost every race: no error
+// of the server.
+const outcomeGaveUp = "gave up after losing every race"
 
 // buying is phase 4, in two steps as a sale's first minutes go. Holding:
 // every admitted fan, in turn on C connections, loads the seat map (a share
@@ -276,7 +274,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 
 	n := len(b.fans)
 	holding := make([]bool, n)
-	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan, races included)", b.cfg.Conns),
+	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan who tried, races included)", b.cfg.Conns),
 		b.ui.Bar("holding: fans", int64(n)))
 	prof := b.startProfile(ctx, "holds", min(b.cfg.BuyTimeout, 5*time.Second))
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, deadline), holders, func(ctx context.Context, i int) string {
@@ -317,7 +315,8 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, id).Scan(&sold); err != nil {
 		p.note("sold seats: " + err.Error())
 	}
-	p.figure("held", fmt.Sprintf("%d seats held by the fans; %d races lost (409 seat_taken) and retried", tot.held.Load(), tot.raceLost.Load()), float64(tot.held.Load()))
+	p.figure("held", fmt.Sprintf("%d seats held by the fans; %d races lost (409 seat_taken) and retried; %d fans found no seat left and sent nothing",
+		tot.held.Load(), tot.raceLost.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
 	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
 		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
 	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
@@ -325,9 +324,9 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	return p
 }
 
-// hold is one fan's hold: it returns kindOK when the fan holds seats, an
-// outcome that is no error of the server (sold out, gave up), or the kind
-// of the request that failed.
+// hold is one fan's hold: it returns kindOK when the fan holds seats,
+// outcomeGaveUp, kindSkip when the fan's view has no seat left (the fan
+// sends nothing), or the kind of the request that failed.
 func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecorders, tot *buyTotals, hasSeats bool) string {
 	id := b.sale.EventID
 	if hasSeats && rand.Float64() < b.cfg.SeatMapShare {
@@ -345,7 +344,8 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 	for range b.cfg.HoldRetries + 1 {
 		seats := view.pick(want)
 		if seats == nil {
-			return outcomeSoldOut
+			tot.soldOut.Add(1)
+			return kindSkip
 		}
 		var a answer
 		var err error

@@ -17,9 +17,11 @@ type Op func(ctx context.Context, i int) string
 
 // kindOK is the kind of a request that got the answer it wanted;
 // kindNotSent of one the open loop could not send (see OpenLoop).
+// kindSkip of work that sent no request, which is not recorded.
 const (
 	kindOK      = "ok"
 	kindNotSent = "not sent: generator at max in flight"
+	kindSkip    = ""
 )
 
 // sample is one request's outcome. at is when the request was due (open
@@ -50,8 +52,15 @@ func newRecorder(name string, bar *progressbar.ProgressBar) *Recorder {
 	return &Recorder{Name: name, start: time.Now(), bar: bar}
 }
 
-// add records a request that was due or sent at t and ended now.
+// add records a request that was due or sent at t and ended now (nothing
+// for kindSkip).
 func (r *Recorder) add(t time.Time, kind string) {
+	if r.bar != nil {
+		defer r.bar.Add(1)
+	}
+	if kind == kindSkip {
+		return
+	}
 	now := time.Now()
 	r.mu.Lock()
 	r.s = append(r.s, sample{at: t.Sub(r.start), latency: now.Sub(t), kind: kind})
@@ -59,9 +68,6 @@ func (r *Recorder) add(t time.Time, kind string) {
 		r.last = now
 	}
 	r.mu.Unlock()
-	if r.bar != nil {
-		r.bar.Add(1)
-	}
 }
 
 // Time runs op now and records it; it returns op's kind.
