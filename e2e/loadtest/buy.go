@@ -374,9 +374,10 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 	return outcomeGaveUp
 }
 
-// pay is one fan's checkout of its holds: the order, the sandbox PG's Pay,
-// the PG's redirect back (the confirmation) and the order's page, which
-// must say CONFIRMED. It returns kindOK or the kind of the failing step.
+// pay is one fan's checkout of its holds: the order (JSON), the sandbox
+// PG's Pay and the PG's redirect back (the confirmation; both as the
+// browser sends them) and the order (JSON), which must say CONFIRMED. It
+// returns kindOK or the kind of the failing step.
 func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTotals) string {
 	var order struct {
 		OrderID     string `json:"order_id"`
@@ -404,7 +405,7 @@ func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTota
 	form.Set("action", "pay")
 	checkout.RawQuery = ""
 	if k := recs.pay.Time(func() string {
-		a, err = call(ctx, b.client, http.MethodPost, checkout.String(), f, form)
+		a, err = browse(ctx, b.client, http.MethodPost, checkout.String(), f, form)
 		return kind(a, err, http.StatusSeeOther)
 	}); k != kindOK {
 		return "pay: " + k
@@ -414,7 +415,7 @@ func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTota
 		return "pay: redirected to " + a.Header.Get("Location")
 	}
 	if k := recs.confirm.Time(func() string {
-		a, err = call(ctx, b.client, http.MethodGet, success.String(), f, nil)
+		a, err = browse(ctx, b.client, http.MethodGet, success.String(), f, nil)
 		return kind(a, err, http.StatusSeeOther)
 	}); k != kindOK {
 		return "confirm: " + k

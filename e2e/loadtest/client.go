@@ -52,6 +52,16 @@ type answer struct {
 // call sends one request as the fan (no fan: anonymous) asking for JSON,
 // with form as an application/x-www-form-urlencoded body when not nil.
 func call(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values) (answer, error) {
+	return send(ctx, c, method, rawURL, f, form, "application/json")
+}
+
+// browse sends one request as a browser would: asking for HTML, as when a
+// person presses a form's button or a PG redirects the browser back.
+func browse(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values) (answer, error) {
+	return send(ctx, c, method, rawURL, f, form, "text/html,application/xhtml+xml")
+}
+
+func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string) (answer, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -60,7 +70,7 @@ func call(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, fo
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", accept)
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
