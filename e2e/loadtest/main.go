@@ -100,7 +100,7 @@ func main() {
 	fs.Float64Var(&cfg.SeatMapShare, "seat-map-share", 0.01, "share of fans that load the whole seat map before holding (the others choose from a shared, refreshed copy)")
 	fs.DurationVar(&cfg.SeatMapRefresh, "seat-map-refresh", time.Second, "how often the shared copy of the seat map is reloaded")
 	fs.IntVar(&cfg.HoldRetries, "hold-retries", 8, "how often a fan who lost a race tries other seats")
-	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 3*time.Minute, "longest holding-and-buying phase")
+	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 6*time.Minute, "longest holding-and-buying phase (fans hold first, then pay: keep it near the event's 5-minute hold TTL)")
 	fs.IntVar(&cfg.SSEConns, "sse-conns", 10000, "-mode sse: concurrent SSE streams")
 	fs.IntVar(&cfg.SSEIPs, "sse-ips", 8, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over")
 	fs.BoolVar(&cfg.Profile, "profile", true, "take CPU profiles of the server (PPROF_ADDR) during the measured steps")

@@ -178,6 +178,7 @@ func (b *Bench) targets(r *Report) []Target {
 			sell.Got = "not measured: " + strings.Join(sold.Notes, "; ")
 		default:
 			sell.Met = ptr(b.soldOut && broken == 0 && b.cfg.Fans >= 20000)
+			sell.Profile = b.profiles["checkout"]
 			sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
 		}
 		out = append(out, sell)
