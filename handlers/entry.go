@@ -16,11 +16,13 @@ func entrySessionKey(eventID int64) string { return "entry:" + strconv.FormatInt
 
 // requireEntry lets a request for an event's seat map, holds or checkout
 // through only if the session holds a live entry token for that event that
-// was issued to this session (DESIGN rule 5). The first such request after
-// admission takes the token from Redis into the session; every request
-// checks it against Redis. Without one: 403 no_entry_token, or for a page, a
-// page that explains and links back to the queue; a fan whose token expired
-// is sent back to the queue page.
+// was issued to this session (DESIGN rule 5): one Redis round trip. The
+// first such request after an admission takes the token from Redis into the
+// session (EntryToken checks the binding to this session); later ones check
+// the session's token (CheckEntry), and one that holds an earlier turn's
+// token takes the current one. Without one: 403 no_entry_token, or for a
+// page, a page that explains and links back to the queue; a fan whose token
+// expired is sent back to the queue page.
 func (s *Server) requireEntry(next echo.HandlerFunc) echo.HandlerFunc {
 	return requireAccount(func(c echo.Context) error {
 		id, err := eventID(c)
@@ -29,19 +31,45 @@ func (s *Server) requireEntry(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := c.Request().Context()
 		account, sessionKey := boxoffice.AccountFromContext(ctx), boxoffice.SessionKeyFromContext(ctx)
-		token := s.Sessions.GetString(ctx, entrySessionKey(id))
-		if token == "" {
-			if token, _, err = s.Queue.EntryToken(ctx, id, account.ID, sessionKey); err != nil {
+		if token := s.Sessions.GetString(ctx, entrySessionKey(id)); token != "" {
+			err := s.Queue.CheckEntry(ctx, id, account.ID, sessionKey, token)
+			if err == nil {
+				return next(c)
+			}
+			s.Sessions.Remove(ctx, entrySessionKey(id))
+			if boxoffice.NoEntryReason(err) != boxoffice.ReasonMismatch {
 				return s.noEntry(c, id, err)
 			}
-			s.Sessions.Put(ctx, entrySessionKey(id), token)
 		}
-		if err := s.Queue.CheckEntry(ctx, id, account.ID, sessionKey, token); err != nil {
-			s.Sessions.Remove(ctx, entrySessionKey(id))
+		token, _, err := s.Queue.EntryToken(ctx, id, account.ID, sessionKey)
+		if err != nil {
 			return s.noEntry(c, id, err)
 		}
+		s.Sessions.Put(ctx, entrySessionKey(id), token)
 		return next(c)
 	})
+}
+
+// handleEntry handles GET /events/:id/entry (behind requireEntry): how long
+// the session's entry lasts, as JSON {"ttl_ms": n}, a sentence for htmx
+// (the waiting room shows it to an admitted fan), or a page.
+func (s *Server) handleEntry(c echo.Context) error {
+	id, err := eventID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	_, ttl, err := s.Queue.EntryToken(ctx, id, boxoffice.AccountFromContext(ctx).ID, boxoffice.SessionKeyFromContext(ctx))
+	if err != nil {
+		return s.noEntry(c, id, err)
+	}
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, map[string]any{"ttl_ms": ttl.Milliseconds()})
+	}
+	if isHTMX(c) {
+		return render(c, http.StatusOK, views.EntryTime(ttl))
+	}
+	return render(c, http.StatusOK, views.EntryPage(id, ttl))
 }
 
 // noEntry answers a request that has no live entry token: the error for

@@ -29,16 +29,27 @@ type testApp struct {
 	DB    *store.DB
 	Redis *store.Redis
 	Srv   *handlers.Server
+	// Stop cancels the server's Stopping context, as a shutdown does.
+	Stop context.CancelFunc
 }
 
-func newTestApp(t *testing.T) *testApp {
+// newTestApp is a Server on a database and Redis prefix of its own, with
+// the options applied before its routes are built. Rate limits are off
+// unless an option (withRateLimits) turns them on: most tests sign many
+// accounts up from one address.
+func newTestApp(t *testing.T, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
-	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t))
+	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t), options...)
+}
+
+// withRateLimits turns the rate limits on.
+func withRateLimits(s *handlers.Server) {
+	s.Limiter = store.NewRateLimiter(s.Queue.(*store.Queue).Redis)
 }
 
 // newTestAppOn is newTestApp on the given stores (a private server's, for
 // outage tests).
-func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis) *testApp {
+func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
 	sessions := scs.New()
 	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
@@ -55,21 +66,25 @@ func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis) *testApp {
 	events := &store.Events{DB: db}
 	stopping, stop := context.WithCancel(context.Background())
 	srv := &handlers.Server{
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sessions:   sessions,
-		Accounts:   &store.Accounts{DB: db, Cost: bcrypt.MinCost},
-		Events:     events,
-		LiveEvents: &store.EventCache{Events: events, TTL: time.Millisecond},
-		Queue:      &store.Queue{Redis: rdb, Metrics: queueMetrics},
-		Holds:      holds,
-		Limiter:    store.NewRateLimiter(rdb),
-		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
-		Metrics:    registry,
-		Stopping:   stopping,
+		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Sessions:      sessions,
+		Accounts:      &store.Accounts{DB: db, Cost: bcrypt.MinCost},
+		Events:        events,
+		LiveEvents:    &store.EventCache{Events: events, TTL: time.Millisecond},
+		Queue:         &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Holds:         holds,
+		Ready:         map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Metrics:       registry,
+		Stopping:      stopping,
+		Venues:        &store.Venues{DB: db},
+		AdmissionTick: 100 * time.Millisecond,
+	}
+	for _, o := range options {
+		o(srv)
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() { stop(); ts.Close() })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv}
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop}
 }
 
 // newAccount creates an account with the role (fan or admin) and returns a

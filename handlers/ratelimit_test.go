@@ -10,7 +10,7 @@ import (
 
 func TestRateLimit_Login(t *testing.T) {
 	t.Parallel()
-	app := newTestApp(t)
+	app := newTestApp(t, withRateLimits)
 	c := app.newClient(t)
 	wrong := url.Values{"email": {"target@example.com"}, "password": {"wrong horse"}}
 	for range 10 {
@@ -28,7 +28,7 @@ func TestRateLimit_Login(t *testing.T) {
 
 func TestRateLimit_Signup(t *testing.T) {
 	t.Parallel()
-	app := newTestApp(t)
+	app := newTestApp(t, withRateLimits)
 	c := app.newClient(t)
 	for i := range 20 {
 		wantStatus(t, c.do("POST", "/signup", signupForm(fmt.Sprintf("bot%d@example.com", i), "correct horse", "Bot")), http.StatusSeeOther)
@@ -42,4 +42,26 @@ func TestRateLimit_Signup(t *testing.T) {
 	if after := app.countAccounts(t); after != before {
 		t.Errorf("a refused sign-up wrote an account (%d -> %d)", before, after)
 	}
+}
+
+// Joining is limited per account: a script hammering the join button is
+// slowed down, and its place in line is never changed by it.
+func TestRateLimit_Join(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, withRateLimits)
+	ev := app.openEvent(t)
+	c, _ := app.newAccount(t, "clicker@example.com", "fan")
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	for range 30 {
+		wantStatus(t, c.do("POST", path, url.Values{}, "Accept: application/json"), http.StatusOK)
+	}
+	resp := c.do("POST", path, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+	other, _ := app.newAccount(t, "patient@example.com", "fan")
+	wantStatus(t, other.do("POST", path, url.Values{}, "Accept: application/json"), http.StatusOK)
+	position(t, c, path+"/status", "waiting", 1)
+	position(t, other, path+"/status", "waiting", 2)
 }

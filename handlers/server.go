@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -31,6 +33,8 @@ type Pinger interface {
 // EventReader returns an event, possibly a moment old (store.EventCache).
 type EventReader interface {
 	Event(ctx context.Context, id int64) (*boxoffice.Event, error)
+	// Forget drops the copy of an event, after an admin changed it.
+	Forget(id int64)
 }
 
 // Server holds what the handlers need. Set the fields, then call Handler.
@@ -56,6 +60,16 @@ type Server struct {
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
+
+	// Admin set-up (issue 3): venues and their seat maps.
+	Venues boxoffice.VenueService
+
+	// The waiting room's live positions (handlers/queue_stream.go).
+	// AdmissionTick is the admitter's tick (boxoffice.DefaultAdmissionTick
+	// when 0): once per tick each instance reads the positions of all its
+	// SSE clients of an event in one Redis round trip.
+	AdmissionTick time.Duration
+	queueHub      *queueHub
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -63,6 +77,10 @@ func (s *Server) Handler() http.Handler {
 	if s.Now == nil {
 		s.Now = time.Now
 	}
+	if s.Stopping == nil {
+		s.Stopping = context.Background()
+	}
+	s.queueHub = newQueueHub(s)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -71,7 +89,7 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Use(s.recover, s.metricsMiddleware(), middleware.BodyLimit("64K"), crossOriginProtection())
+	e.Use(s.recover, s.metricsMiddleware(), bodyLimit(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
@@ -86,5 +104,35 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/login", s.handleLoginPage)
 	app.POST("/login", s.handleLogin, s.rateLimit(loginLimits))
 	app.POST("/logout", s.handleLogout)
+
+	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
+	// import has its own body limit (bodyLimit skips it).
+	admin := app.Group("/admin", requireAdmin)
+	admin.GET("", s.handleAdmin)
+	admin.GET("/venues", s.handleAdminVenues)
+	admin.GET("/venues/new", s.handleAdminVenueNew)
+	admin.POST("/venues", s.handleAdminVenueGenerate)
+	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport, middleware.BodyLimit(strconv.Itoa(maxSeatMapUploadBytes)))
+	admin.GET("/venues/:id", s.handleAdminVenue)
+	admin.GET("/venues/:id/seats.csv", s.handleAdminVenueSeatsCSV)
+	admin.POST("/venues/:id/name", s.handleAdminVenueRename)
+	admin.POST("/venues/:id/delete", s.handleAdminVenueDelete)
+	admin.GET("/events", s.handleAdminEvents)
+	admin.GET("/events/new", s.handleAdminEventNew)
+	admin.POST("/events", s.handleAdminEventCreate)
+	admin.GET("/events/:id/edit", s.handleAdminEventEdit)
+	admin.POST("/events/:id/edit", s.handleAdminEventUpdate)
+	admin.POST("/events/:id/publish", s.handleAdminEventPublish)
+	admin.POST("/events/:id/close", s.handleAdminEventClose)
+
+	// The waiting room (issue 4): joining, the page, its status, its live
+	// stream, the entry token's time left, and the admin's live page.
+	app.POST("/events/:id/queue", s.handleQueueJoin, requireAccount, s.rateLimit(joinLimits))
+	app.GET("/events/:id/queue", s.handleWaitingRoom, requireAccount)
+	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
+	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
+	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
+	admin.GET("/events/:id/live", s.handleAdminLive)
+	admin.POST("/events/:id/admission", s.handleAdminAdmission)
 	return e
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/goredisstore"
@@ -107,20 +108,32 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 	events := &store.Events{DB: db}
+	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics}
 
+	// Background workers run until stopping ends, and serve waits for them.
 	stopping, stop := context.WithCancel(context.Background())
-	defer stop()
+	var workers sync.WaitGroup
+	defer func() { stop(); workers.Wait() }()
+	admitter := &store.Admitter{Queue: queue, Source: events, Tick: cfg.AdmissionTick, Logger: logger}
+	workers.Go(func() {
+		if err := admitter.Run(stopping); err != nil {
+			logger.Error("admitter stopped", "err", err)
+		}
+	})
 	srv := &handlers.Server{
 		Logger:     logger,
 		Sessions:   sessions,
 		Accounts:   &store.Accounts{DB: db},
 		Events:     events,
 		LiveEvents: &store.EventCache{Events: events},
-		Queue:      &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Queue:      queue,
 		Holds:      holds,
 		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:    registry,
 		Stopping:   stopping,
+		Venues:     &store.Venues{DB: db},
+
+		AdmissionTick: cfg.AdmissionTick,
 	}
 	if cfg.RateLimits {
 		srv.Limiter = store.NewRateLimiter(rdb)

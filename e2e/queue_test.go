@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/playwright-community/playwright-go"
+)
+
+const demoPassword = "e2e-demo-password"
+
+// seedDemo runs the binary's seed-demo on the app's database and returns
+// the id of the first event on sale (its queue open).
+func seedDemo(t *testing.T, a *app) int64 {
+	t.Helper()
+	cmd := exec.Command(binary, "seed-demo", "--password", demoPassword)
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+a.DatabaseURL, "LOG_LEVEL=warn")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("seed-demo: %v\n%s", err, out)
+	}
+	req, _ := http.NewRequest("GET", a.URL+"/", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	must(t, "list events", err)
+	defer resp.Body.Close()
+	var body struct {
+		Events []struct{ ID int64 } `json:"events"`
+	}
+	must(t, "decode events", json.NewDecoder(resp.Body).Decode(&body))
+	if len(body.Events) == 0 {
+		t.Fatal("the demo has no event on sale")
+	}
+	return body.Events[0].ID
+}
+
+// login logs a new browser page in.
+func login(t *testing.T, a *app, email string) playwright.Page {
+	t.Helper()
+	page := newPage(t)
+	_, err := page.Goto(a.URL + "/login")
+	must(t, "open log-in", err)
+	must(t, "fill e-mail", page.GetByLabel("E-mail").Fill(email))
+	must(t, "fill password", page.GetByLabel("Password").Fill(demoPassword))
+	must(t, "log in", page.GetByTestId("login-submit").Click())
+	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	return page
+}
+
+// Two fans join a paused sale; the admin sets the rate to one fan per tick
+// and resumes from the live page; the second fan watches the line move
+// over SSE and lands on the seat map without reloading. The first fan's
+// browser cannot open the stream: its page falls back to polling the
+// status, and gets there too.
+func TestQueue_TwoFansAdmittedLive(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=500ms")
+	id := seedDemo(t, a)
+	live := fmt.Sprintf("%s/admin/events/%d/live", a.URL, id)
+	room := fmt.Sprintf("%s/events/%d/queue", a.URL, id)
+	seats := fmt.Sprintf("%s/events/%d/seats", a.URL, id)
+
+	admin := login(t, a, "admin@boxoffice.test")
+	_, err := admin.Goto(live)
+	must(t, "open the live page", err)
+	must(t, "pause", admin.GetByTestId("pause").Click())
+	must(t, "wait for resume", admin.GetByTestId("resume").WaitFor())
+	// 1 fan/s at 500 ms ticks: a fan every other tick, so that the second
+	// fan's page has two pushes in which to show nobody ahead.
+	must(t, "fill rate", admin.GetByTestId("rate-input").Fill("1"))
+	must(t, "set rate", admin.GetByTestId("set-rate").Click())
+	must(t, "wait for the rate", admin.Locator(`[data-testid="live-rate"]:text-is("1/s")`).WaitFor())
+
+	var fans []playwright.Page
+	var polls atomic.Int64 // status polls of the first fan's page
+	for i := 1; i <= 2; i++ {
+		fan := login(t, a, fmt.Sprintf("fan%d@boxoffice.test", i))
+		if i == 1 {
+			must(t, "block the stream", fan.Route("**/queue/stream", func(r playwright.Route) { r.Abort() }))
+			fan.OnRequest(func(r playwright.Request) {
+				if strings.Contains(r.URL(), "/queue/status") {
+					polls.Add(1)
+				}
+			})
+		}
+		_, err := fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
+		must(t, "open the event", err)
+		must(t, "join", fan.GetByTestId("join-queue").Click())
+		must(t, "wait for the waiting room", fan.WaitForURL(room))
+		if got := text(t, fan, "queue-position"); got != fmt.Sprint(i) {
+			t.Fatalf("fan %d is at position %s, want %d", i, got, i)
+		}
+		fans = append(fans, fan)
+	}
+	second := fans[1]
+	must(t, "wait for the paused notice", second.GetByTestId("queue-paused").WaitFor())
+	screenshot(t, second, "queue-waiting-room")
+	// Note in the tab's sessionStorage, which outlives navigation, if this
+	// very document (no reload) ever shows nobody ahead.
+	loaded, err := second.Evaluate(`() => {
+		const loaded = String(performance.timeOrigin);
+		new MutationObserver(() => {
+			const el = document.querySelector('[data-testid="queue-ahead"]');
+			if (el && el.textContent.trim() === "0") sessionStorage.setItem("boNobodyAhead", loaded);
+		}).observe(document.body, {subtree: true, childList: true, characterData: true});
+		return loaded;
+	}`)
+	must(t, "watch the page", err)
+
+	must(t, "resume", admin.GetByTestId("resume").Click())
+	must(t, "wait for the pause button", admin.GetByTestId("pause").WaitFor())
+
+	must(t, "first fan reaches the seat map", fans[0].WaitForURL(seats))
+	if polls.Load() == 0 {
+		t.Error("the first fan got to the seat map without polling, though its stream was blocked")
+	}
+	must(t, "second fan reaches the seat map", second.WaitForURL(seats))
+	seen, err := second.Evaluate(`() => sessionStorage.getItem("boNobodyAhead")`)
+	must(t, "read what the page showed", err)
+	if seen != loaded {
+		t.Errorf("the waiting room loaded at %v showed nobody ahead in the page loaded at %v, want the same page (pushed, no reload)", loaded, seen)
+	}
+
+	must(t, "wait for both admitted", admin.Locator(`[data-testid="live-admitted"]:text-is("2")`).WaitFor())
+	if got := text(t, admin, "live-waiting"); got != "0" {
+		t.Errorf("the live page shows %s in line, want 0", got)
+	}
+	screenshot(t, admin, "queue-admin-live")
+}

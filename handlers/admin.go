@@ -1,0 +1,72 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+)
+
+// sessFlash is the session key of the flash code (views.FlashMessage) that
+// the next admin page shows once, after a change and its redirect.
+const sessFlash = "flash"
+
+// handleAdmin handles GET /admin: the dashboard, with links to the venues
+// and the events.
+func (s *Server) handleAdmin(c echo.Context) error {
+	ctx := c.Request().Context()
+	venues, err := s.Venues.FindVenues(ctx)
+	if err != nil {
+		return err
+	}
+	events, err := s.Events.FindEvents(ctx, boxoffice.EventFilter{})
+	if err != nil {
+		return err
+	}
+	sum := views.AdminSummary{Venues: len(venues)}
+	for _, e := range events {
+		switch e.Status {
+		case boxoffice.EventDraft:
+			sum.Drafts++
+		case boxoffice.EventOnSale:
+			sum.OnSale++
+		case boxoffice.EventClosed:
+			sum.Closed++
+		}
+	}
+	return render(c, http.StatusOK, views.AdminDashboard(sum))
+}
+
+// redirectWithFlash answers 303 to path, which shows the flash code once.
+func (s *Server) redirectWithFlash(c echo.Context, path, flash string) error {
+	s.Sessions.Put(c.Request().Context(), sessFlash, flash)
+	return c.Redirect(http.StatusSeeOther, path)
+}
+
+// popFlash returns the session's flash code and forgets it.
+func (s *Server) popFlash(c echo.Context) string {
+	return s.Sessions.PopString(c.Request().Context(), sessFlash)
+}
+
+// pathID parses the :id path parameter. Errors: ENOTFOUND with message for
+// anything but a positive integer, so that a malformed id is a 404 like an
+// unknown one.
+func pathID(c echo.Context, message string) (int64, error) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, boxoffice.Errorf(boxoffice.ENOTFOUND, "%s", message)
+	}
+	return id, nil
+}
+
+// bodyLimit refuses request bodies over MaxBodyBytes with 413, except on
+// the seat-map import, whose route sets its own, larger limit.
+func bodyLimit() echo.MiddlewareFunc {
+	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
+		Limit:   strconv.Itoa(MaxBodyBytes),
+		Skipper: func(c echo.Context) bool { return c.Path() == seatMapImportPath },
+	})
+}

@@ -1,0 +1,95 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+func TestAdminLive(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	live, admission := fmt.Sprintf("/admin/events/%d/live", ev.ID), fmt.Sprintf("/admin/events/%d/admission", ev.ID)
+	admin, _ := app.newAccount(t, "admin@example.com", boxoffice.RoleAdmin)
+	for i := range 3 {
+		fan, _ := app.newAccount(t, fmt.Sprintf("fan%d@example.com", i), boxoffice.RoleFan)
+		wantStatus(t, fan.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
+		if i == 0 {
+			wantStatus(t, fan.do("GET", live, nil), http.StatusForbidden)
+			wantStatus(t, fan.do("POST", admission, url.Values{"paused": {"true"}}), http.StatusForbidden)
+		}
+	}
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+
+	resp := admin.do("GET", live, nil)
+	wantStatus(t, resp, http.StatusOK)
+	d := doc(t, resp)
+	for id, want := range map[string]string{
+		"live-waiting": "2", "live-admitted": "1", "live-tokens": "1", "live-rate": "100/s", "live-status": "running",
+	} {
+		if got := testid(d, id); got != want {
+			t.Errorf("live page %s = %q, want %q", id, got, want)
+		}
+	}
+	if d.Find(`#live-stats[hx-get="`+live+`"][hx-trigger="every 1s"]`).Length() != 1 || testid(d, "pause") == "" {
+		t.Error("the live page does not poll its figures, or has no pause button")
+	}
+	resp = admin.do("GET", live, nil, "HX-Request: true")
+	wantStatus(t, resp, http.StatusOK)
+	if d := doc(t, resp); d.Find("nav").Length() != 0 || testid(d, "live-waiting") != "2" {
+		t.Error("the htmx poll does not get the figures alone")
+	}
+	resp = admin.do("GET", live, nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	if m := decode(t, resp); m["waiting"] != 2.0 || m["admitted"] != 1.0 || m["live_tokens"] != 1.0 || m["rate"] != 100.0 || m["paused"] != false {
+		t.Errorf("live JSON = %v", m)
+	}
+
+	// Pause, set the rate, resume.
+	resp = admin.do("POST", admission, url.Values{"paused": {"true"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != live {
+		t.Errorf("admission change redirects to %q, want %s", loc, live)
+	}
+	d = doc(t, admin.do("GET", live, nil))
+	if testid(d, "live-status") != "paused" || testid(d, "resume") == "" {
+		t.Errorf("after pausing the page shows %q and no resume button", testid(d, "live-status"))
+	}
+	resp = admin.do("POST", admission, url.Values{"rate": {"7"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	if m := decode(t, resp); m["rate"] != 7.0 || m["paused"] != true {
+		t.Errorf("rate change answer = %v, want rate 7, still paused", m)
+	}
+	wantStatus(t, admin.do("POST", admission, url.Values{"paused": {"false"}, "rate": {"2"}}), http.StatusSeeOther)
+	stored, err := app.Srv.Events.FindEventByID(context.Background(), ev.ID)
+	if err != nil || stored.Paused || stored.AdmissionRate != 2 {
+		t.Errorf("stored admission = %+v, %v; want running at 2", stored, err)
+	}
+
+	// Refusals: 422 with the reasons, nothing changed.
+	for _, form := range []url.Values{{"rate": {"fast"}}, {"rate": {"0"}}, {"paused": {"maybe"}}, {}} {
+		resp := admin.do("POST", admission, form)
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		d := doc(t, resp)
+		if testid(d, "form-error") == "" || testid(d, "error-rate")+testid(d, "error-paused") == "" {
+			t.Errorf("refused %v: no reasons shown", form)
+		}
+		if v, _ := d.Find(`[data-testid="rate-input"]`).Attr("value"); v != form.Get("rate") {
+			t.Errorf("refused %v: the rate field shows %q, want what was typed", form, v)
+		}
+	}
+	resp = admin.do("POST", admission, url.Values{"rate": {"-3"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	if m := decode(t, resp); m["error"] != "invalid" || m["fields"].(map[string]any)["rate"] == nil {
+		t.Errorf("JSON refusal = %v, want invalid with fields.rate", m)
+	}
+	if stored, err = app.Srv.Events.FindEventByID(context.Background(), ev.ID); err != nil || stored.Paused || stored.AdmissionRate != 2 {
+		t.Errorf("after refusals the admission is %+v, %v; want it unchanged", stored, err)
+	}
+	wantStatus(t, admin.do("GET", "/admin/events/999999/live", nil), http.StatusNotFound)
+}

@@ -1,0 +1,171 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// session returns the scs token of the client's session cookie.
+func (a *testApp) session(t *testing.T, c *client) string {
+	t.Helper()
+	u, _ := url.Parse(a.URL)
+	for _, k := range c.Jar.Cookies(u) {
+		if k.Name == "boxoffice_session" {
+			return k.Value
+		}
+	}
+	t.Fatal("the client has no session cookie")
+	return ""
+}
+
+// entryToken returns the entry token that the client's session holds for
+// the event ("entry:<id>", as handlers/entry.go keeps it).
+func (a *testApp) entryToken(t *testing.T, c *client, eventID int64) string {
+	t.Helper()
+	ctx, err := a.Srv.Sessions.Load(context.Background(), a.session(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Srv.Sessions.GetString(ctx, fmt.Sprintf("entry:%d", eventID))
+}
+
+// putEntryToken writes token into the client's session, as a token copied
+// from elsewhere would be.
+func (a *testApp) putEntryToken(t *testing.T, c *client, eventID int64, token string) {
+	t.Helper()
+	ctx, err := a.Srv.Sessions.Load(context.Background(), a.session(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Srv.Sessions.Put(ctx, fmt.Sprintf("entry:%d", eventID), token)
+	if _, _, err := a.Srv.Sessions.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantNoEntry checks a JSON refusal for want reason.
+func wantNoEntry(t *testing.T, resp *http.Response, reason string) {
+	t.Helper()
+	wantStatus(t, resp, http.StatusForbidden)
+	if m := decode(t, resp); m["error"] != "no_entry_token" || m["reason"] != reason {
+		t.Errorf("refusal = %v, want no_entry_token for reason %s", m, reason)
+	}
+}
+
+// The entry token works only in the session it was issued to (DESIGN rule
+// 5), tested through GET /events/{id}/entry, which requireEntry guards as
+// it guards the seat map, holds and checkout.
+func TestEntry_Binding(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	join, entry := fmt.Sprintf("/events/%d/queue", ev.ID), fmt.Sprintf("/events/%d/entry", ev.ID)
+	fan, _ := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
+	other, _ := app.newAccount(t, "other@example.com", boxoffice.RoleFan)
+
+	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonNone)
+	wantStatus(t, fan.do("POST", join, url.Values{}), http.StatusSeeOther)
+	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonNone)
+	page := fan.do("GET", entry, nil)
+	wantStatus(t, page, http.StatusForbidden)
+	if d := doc(t, page); testid(d, "no-entry") == "" || d.Find(`[data-testid="back-to-queue"]`).Length() != 1 {
+		t.Error("a page request without a token does not explain and link back to the queue")
+	}
+
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Minute})
+	resp := fan.do("GET", entry, nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	if ttl, _ := decode(t, resp)["ttl_ms"].(float64); ttl <= 0 || ttl > 60000 {
+		t.Errorf("ttl_ms = %v, want up to the token's 60000 ms", ttl)
+	}
+	token := app.entryToken(t, fan, ev.ID)
+	if token == "" {
+		t.Fatal("the admitted session did not keep its entry token")
+	}
+	resp = fan.do("GET", entry, nil, "HX-Request: true")
+	wantStatus(t, resp, http.StatusOK)
+	if d := doc(t, resp); testid(d, "entry-ttl") == "" || d.Find("nav").Length() != 0 {
+		t.Error("the htmx entry fragment does not say how long is left, or is a whole page")
+	}
+	resp = fan.do("GET", entry, nil)
+	wantStatus(t, resp, http.StatusOK)
+	if d := doc(t, resp); testid(d, "entry-ttl") == "" || d.Find(`[data-testid="to-seats"]`).AttrOr("href", "") != fmt.Sprintf("/events/%d/seats", ev.ID) {
+		t.Error("the entry page does not say how long is left and lead to the seat map")
+	}
+
+	t.Run("OtherSessionOfTheAccount", func(t *testing.T) {
+		again := app.newClient(t)
+		wantStatus(t, again.do("POST", "/login", url.Values{"email": {"fan@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		wantNoEntry(t, again.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+		app.putEntryToken(t, again, ev.ID, token)
+		wantNoEntry(t, again.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	})
+
+	t.Run("OtherAccount", func(t *testing.T) {
+		app.putEntryToken(t, other, ev.ID, token)
+		wantNoEntry(t, other.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonNone)
+	})
+
+	t.Run("StaleTokenInSession", func(t *testing.T) {
+		// A session holding an earlier turn's token takes the current one.
+		app.putEntryToken(t, fan, ev.ID, "an-earlier-turns-token")
+		wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+		if got := app.entryToken(t, fan, ev.ID); got != token {
+			t.Errorf("session token after the check = %q, want the live one", got)
+		}
+	})
+}
+
+// An expired token sends the fan back to the queue page, which says why and
+// offers a new turn.
+func TestEntry_Expired(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	join, entry := fmt.Sprintf("/events/%d/queue", ev.ID), fmt.Sprintf("/events/%d/entry", ev.ID)
+	fan, _ := app.newAccount(t, "late@example.com", boxoffice.RoleFan)
+	wantStatus(t, fan.do("POST", join, url.Values{}), http.StatusSeeOther)
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: 300 * time.Millisecond})
+	wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		resp := fan.do("GET", entry, nil)
+		if resp.StatusCode == http.StatusOK {
+			if time.Now().After(deadline) {
+				t.Fatal("the 300 ms entry token still works after 10 s")
+			}
+			continue
+		}
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != join+"?entry=expired" {
+			t.Fatalf("an expired token redirects to %q, want %s?entry=expired", loc, join)
+		}
+		break
+	}
+	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonExpired)
+	resp := fan.do("GET", join+"/status", nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusNotFound)
+	if m := decode(t, resp); m["error"] != "not_in_queue" || m["reason"] != boxoffice.ReasonExpired {
+		t.Errorf("status after expiry = %v, want not_in_queue, expired", m)
+	}
+	for _, query := range []string{"?entry=expired", ""} {
+		resp = fan.do("GET", join+query, nil)
+		wantStatus(t, resp, http.StatusOK)
+		d := doc(t, resp)
+		if msg := testid(d, "queue-expired"); msg == "" || d.Find(`form[action="`+join+`"] [data-testid="rejoin"]`).Length() != 1 {
+			t.Errorf("waiting room%s after expiry: message %q, want the time-ran-out message and a join button", query, msg)
+		}
+	}
+
+	// Joining again gives a new turn, and its token reaches this session.
+	wantStatus(t, fan.do("POST", join, url.Values{}), http.StatusSeeOther)
+	position(t, fan, join+"/status", "waiting", 1)
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Minute})
+	wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+}

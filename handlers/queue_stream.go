@@ -1,0 +1,254 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+)
+
+// streamHeartbeat is how often an idle SSE stream gets a comment, so that
+// proxies and browsers keep it open.
+const streamHeartbeat = 15 * time.Second
+
+// queueHub fans the waiting room's positions out to this instance's SSE
+// clients. While an event has clients, one goroutine per event wakes each
+// admission tick, reads every client's position with one Queue.Positions
+// call (one Redis round trip, however many clients), and hands each client
+// its position; each client's handler renders its own fragment. The
+// goroutine ends at the first tick without clients, or on s.Stopping.
+type queueHub struct {
+	s *Server
+
+	mu     sync.Mutex
+	events map[int64]map[*queueFan]struct{} // fans by event; an entry means its goroutine runs
+}
+
+// queueFan is one SSE client: an account and its session's epoch, and the
+// latest position not yet sent (a buffer of one: a slow client skips to
+// the newest).
+type queueFan struct {
+	account int64
+	epoch   string
+	updates chan queueUpdate
+}
+
+// queueUpdate is a fan's state at a tick: a position, or the queue closing.
+type queueUpdate struct {
+	event    *boxoffice.Event // as read at the tick
+	position boxoffice.QueuePosition
+	err      error // EQUEUENOTOPEN when the queue no longer takes fans
+}
+
+func newQueueHub(s *Server) *queueHub {
+	return &queueHub{s: s, events: map[int64]map[*queueFan]struct{}{}}
+}
+
+// join adds a client of the event, starting the event's goroutine if none
+// runs.
+func (h *queueHub) join(eventID, account int64, epoch string) *queueFan {
+	f := &queueFan{account: account, epoch: epoch, updates: make(chan queueUpdate, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fans, ok := h.events[eventID]
+	if !ok {
+		fans = map[*queueFan]struct{}{}
+		h.events[eventID] = fans
+		go h.run(eventID)
+	}
+	fans[f] = struct{}{}
+	return f
+}
+
+// leave removes a client.
+func (h *queueHub) leave(eventID int64, f *queueFan) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.events[eventID], f)
+}
+
+// tick returns the length of a tick.
+func (h *queueHub) tick() time.Duration {
+	if t := h.s.AdmissionTick.Truncate(time.Millisecond); t > 0 {
+		return t
+	}
+	return boxoffice.DefaultAdmissionTick
+}
+
+// run pushes the event's positions once per tick, a quarter tick after the
+// tick's start, when the admitter (which starts at the tick) has usually
+// admitted its batch.
+func (h *queueHub) run(eventID int64) {
+	every := h.tick()
+	stopping := h.s.Stopping
+	for {
+		now := time.Now()
+		next := time.UnixMilli(boxoffice.TickIndex(now, every) * every.Milliseconds()).Add(every / 4)
+		if !next.After(now) {
+			next = next.Add(every)
+		}
+		t := time.NewTimer(next.Sub(now))
+		select {
+		case <-stopping.Done():
+			t.Stop()
+			h.mu.Lock()
+			delete(h.events, eventID)
+			h.mu.Unlock()
+			return
+		case <-t.C:
+		}
+		h.mu.Lock()
+		fans := make([]*queueFan, 0, len(h.events[eventID]))
+		for f := range h.events[eventID] {
+			fans = append(fans, f)
+		}
+		if len(fans) == 0 {
+			delete(h.events, eventID)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		h.push(stopping, eventID, fans)
+	}
+}
+
+// push reads the positions of fans (one Redis round trip) and hands each
+// fan its own. A failed read is logged and skipped: the fans keep their
+// last fragment and the next tick tries again.
+func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
+	e, err := h.s.LiveEvents.Event(ctx, eventID)
+	if err != nil {
+		h.s.Logger.Warn("queue stream: read event", "event", eventID, "err", err)
+		return
+	}
+	if now := h.s.Now(); !e.QueueOpen(now) {
+		for _, f := range fans {
+			f.send(queueUpdate{event: e, err: queueNotOpen(e, now)})
+		}
+		return
+	}
+	epochs := make(map[int64]string, len(fans))
+	for _, f := range fans {
+		if epochs[f.account] == "" {
+			epochs[f.account] = f.epoch
+		}
+	}
+	positions, err := h.s.Queue.Positions(ctx, eventID, epochs)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.s.Logger.Warn("queue stream: read positions", "event", eventID, "err", err)
+		}
+		return
+	}
+	for _, f := range fans {
+		f.send(queueUpdate{event: e, position: positions[f.account]})
+	}
+}
+
+// send replaces the fan's pending update with u. Only the event's
+// goroutine sends, so the second attempt always finds room.
+func (f *queueFan) send(u queueUpdate) {
+	select {
+	case f.updates <- u:
+		return
+	default:
+	}
+	select {
+	case <-f.updates:
+	default:
+	}
+	select {
+	case f.updates <- u:
+	default:
+	}
+}
+
+// handleQueueStream handles GET /events/:id/queue/stream: a text/event-stream
+// of the fan's waiting-room fragment, event "position" at every tick, then
+// "admitted" (a fragment that leads to the seat map) or another final state,
+// then "close" (the page's sse-close) and the end of the stream. It also ends
+// when the client goes or the server shuts down (s.Stopping), and sends a
+// comment every streamHeartbeat. It never writes to the session: the
+// headers, and with them any session cookie, are sent first.
+func (s *Server) handleQueueStream(c echo.Context) error {
+	id, err := eventID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := s.liveEvent(ctx, id); err != nil {
+		return err
+	}
+	pl := s.queuePlace(ctx, id)
+	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, pl.epoch)
+	defer s.queueHub.leave(id, fan)
+
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/event-stream")
+	w.Header().Set(echo.HeaderCacheControl, "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no") // no buffering in nginx
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+
+	heartbeat := time.NewTicker(streamHeartbeat)
+	defer heartbeat.Stop()
+	var buf bytes.Buffer
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.Stopping.Done():
+			return nil
+		case <-heartbeat.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
+				return nil
+			}
+			w.Flush()
+		case u := <-fan.updates:
+			v, err := s.queueView(u.event, u.position, u.err, pl)
+			if err != nil {
+				return nil
+			}
+			buf.Reset()
+			if err := views.QueueState(v).Render(ctx, &buf); err != nil {
+				return fmt.Errorf("render queue state: %w", err)
+			}
+			name := "position"
+			if v.Status == boxoffice.QueueAdmitted {
+				name = "admitted"
+			}
+			if err := writeEvent(w, name, buf.String()); err != nil {
+				return nil
+			}
+			if v.Final() {
+				writeEvent(w, "close", "end")
+				return nil
+			}
+		}
+	}
+}
+
+// writeEvent writes one server-sent event and flushes it: the event's
+// name, then each line of data as a "data:" field (WHATWG HTML, "Server-sent
+// events").
+func writeEvent(w *echo.Response, name, data string) error {
+	var b strings.Builder
+	b.WriteString("event: " + name + "\n")
+	for line := range strings.Lines(data) {
+		b.WriteString("data: " + strings.TrimRight(line, "\r\n") + "\n")
+	}
+	b.WriteString("\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	w.Flush()
+	return nil
+}

@@ -1,0 +1,635 @@
+package handlers_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// newEvent creates a venue of 20 seats and an event on it whose queue opens
+// at opens and whose sale ends at ends, published unless draft.
+func (a *testApp) newEvent(t *testing.T, opens, ends time.Time, draft bool) *boxoffice.Event {
+	t.Helper()
+	ctx := context.Background()
+	seats, err := boxoffice.GenerateSeats([]boxoffice.SectionSpec{{Name: "A", Rows: 2, SeatsPerRow: 10, Grade: "R"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	venue, err := (&store.Venues{DB: a.DB}).CreateVenue(ctx, "Hall", seats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := boxoffice.NewEventInput()
+	in.VenueID, in.Title = venue.ID, "Queue Night"
+	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = opens.Truncate(time.Second), ends.Truncate(time.Second), ends.Add(time.Hour).Truncate(time.Second)
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 100000}}
+	ev, err := a.Srv.Events.CreateEvent(ctx, in)
+	if err != nil {
+		t.Fatalf("create event: %v %v", err, boxoffice.ErrorProblems(err))
+	}
+	if !draft {
+		if ev, err = a.Srv.Events.PublishEvent(ctx, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ev
+}
+
+// openEvent is an on-sale event whose queue is open.
+func (a *testApp) openEvent(t *testing.T) *boxoffice.Event {
+	return a.newEvent(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), false)
+}
+
+// ticks numbers admission ticks for every test: each Admit needs a later tick.
+var ticks atomic.Int64
+
+// admit runs one admission tick of the event as the admitter would.
+func (a *testApp) admit(t *testing.T, s boxoffice.AdmissionSettings) store.AdmitResult {
+	t.Helper()
+	if s.TokenTTL == 0 {
+		s.TokenTTL = time.Minute
+	}
+	r, err := a.Srv.Queue.(*store.Queue).Admit(context.Background(), s, ticks.Add(1), time.Second)
+	if err != nil || !r.Done {
+		t.Fatalf("admit %+v: %+v, %v", s, r, err)
+	}
+	return r
+}
+
+// decode reads a JSON body.
+func decode(t *testing.T, resp *http.Response) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("decode %s: %v", resp.Request.URL.Path, err)
+	}
+	return m
+}
+
+// position asks for the client's status as JSON and checks its status and
+// position.
+func position(t *testing.T, c *client, path, status string, pos int) map[string]any {
+	t.Helper()
+	resp := c.do("GET", path, nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	m := decode(t, resp)
+	if m["status"] != status || m["position"] != float64(pos) || m["ahead"] != float64(max(pos-1, 0)) {
+		t.Fatalf("status = %v, want %s at position %d", m, status, pos)
+	}
+	return m
+}
+
+func TestQueue_Join(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	join := fmt.Sprintf("/events/%d/queue", ev.ID)
+
+	t.Run("NotLoggedIn", func(t *testing.T) {
+		c := app.newClient(t)
+		wantStatus(t, c.do("POST", join, url.Values{}, "Accept: application/json"), http.StatusUnauthorized)
+		resp := c.do("POST", join, url.Values{}, "Referer: "+app.URL+join)
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/login?next=") {
+			t.Errorf("a visitor's join redirects to %q, want the log-in page", loc)
+		}
+	})
+
+	t.Run("OK", func(t *testing.T) {
+		a, _ := app.newAccount(t, "a@example.com", boxoffice.RoleFan)
+		b, _ := app.newAccount(t, "b@example.com", boxoffice.RoleFan)
+		resp := a.do("POST", join, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		m := decode(t, resp)
+		if m["status"] != "waiting" || m["position"] != 1.0 || m["ahead"] != 0.0 || m["eta_seconds"] != 0.0 {
+			t.Errorf("first join = %v, want waiting at 1, none ahead, no estimate before the first tick", m)
+		}
+		resp = b.do("POST", join, url.Values{})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != join {
+			t.Errorf("an HTML join redirects to %q, want the waiting room %s", loc, join)
+		}
+		position(t, b, join+"/status", "waiting", 2)
+
+		// Rejoining, from the same session or another one of the account,
+		// keeps the first place.
+		position(t, a, join+"/status", "waiting", 1)
+		wantStatus(t, a.do("POST", join, url.Values{}), http.StatusSeeOther)
+		position(t, a, join+"/status", "waiting", 1)
+		a2 := app.newClient(t)
+		wantStatus(t, a2.do("POST", "/login", url.Values{"email": {"a@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		resp = a2.do("POST", join, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		if m := decode(t, resp); m["position"] != 1.0 {
+			t.Errorf("rejoin from another session = %v, want position 1", m)
+		}
+		position(t, b, join+"/status", "waiting", 2)
+	})
+
+	t.Run("NotOpen", func(t *testing.T) {
+		c, _ := app.newAccount(t, "early@example.com", boxoffice.RoleFan)
+		opens := time.Date(2030, 3, 1, 11, 0, 0, 0, time.UTC)
+		later := app.newEvent(t, opens, opens.Add(24*time.Hour), false)
+		path := fmt.Sprintf("/events/%d/queue", later.ID)
+		resp := c.do("POST", path, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusConflict)
+		m := decode(t, resp)
+		if m["error"] != "queue_not_open" || m["queue_opens_at"] != "2030-03-01T11:00:00Z" {
+			t.Errorf("early join = %v, want queue_not_open with queue_opens_at", m)
+		}
+		resp = c.do("POST", path, url.Values{})
+		wantStatus(t, resp, http.StatusConflict)
+		if msg := testid(doc(t, resp), "error-message"); !strings.Contains(msg, "Fri 1 Mar 2030, 20:00 KST") {
+			t.Errorf("early join page says %q, want the opening in the event's zone (Seoul)", msg)
+		}
+		wantStatus(t, c.do("GET", path+"/status", nil, "Accept: application/json"), http.StatusConflict)
+	})
+
+	t.Run("SaleEnded", func(t *testing.T) {
+		c, _ := app.newAccount(t, "late@example.com", boxoffice.RoleFan)
+		ended := app.newEvent(t, time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour), false)
+		path := fmt.Sprintf("/events/%d/queue", ended.ID)
+		resp := c.do("POST", path, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusConflict)
+		if m := decode(t, resp); m["error"] != "queue_not_open" {
+			t.Errorf("late join = %v, want queue_not_open", m)
+		}
+		resp = c.do("POST", path, url.Values{})
+		wantStatus(t, resp, http.StatusConflict)
+		if msg := testid(doc(t, resp), "error-message"); !strings.Contains(msg, "sale has ended") {
+			t.Errorf("late join page says %q, want the sale's end", msg)
+		}
+		page := c.do("GET", path, nil)
+		wantStatus(t, page, http.StatusOK)
+		if testid(doc(t, page), "queue-ended") == "" {
+			t.Error("the waiting room of an ended sale does not say so")
+		}
+	})
+
+	t.Run("Draft", func(t *testing.T) {
+		c, _ := app.newAccount(t, "draft@example.com", boxoffice.RoleFan)
+		draft := app.newEvent(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), true)
+		wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/queue", draft.ID), url.Values{}, "Accept: application/json"), http.StatusNotFound)
+	})
+}
+
+func TestQueue_WaitingRoom(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	first, _ := app.newAccount(t, "first@example.com", boxoffice.RoleFan)
+	fan, _ := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
+	wantStatus(t, first.do("POST", path, url.Values{}), http.StatusSeeOther)
+
+	page := func(c *client, query string) *goquery.Document {
+		t.Helper()
+		resp := c.do("GET", path+query, nil)
+		wantStatus(t, resp, http.StatusOK)
+		return doc(t, resp)
+	}
+
+	d := page(fan, "")
+	if testid(d, "queue-not-in") == "" || d.Find(`form[action="`+path+`"] [data-testid="rejoin"]`).Length() != 1 {
+		t.Error("before joining, the waiting room does not offer to join")
+	}
+	if d.Find("[sse-connect]").Length() != 0 {
+		t.Error("a fan who is not in line gets a live stream")
+	}
+
+	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+	for range 2 { // a reload keeps the place
+		d = page(fan, "")
+		if pos, ahead := testid(d, "queue-position"), testid(d, "queue-ahead"); pos != "2" || ahead != "1" {
+			t.Fatalf("waiting room shows position %q, %q ahead; want 2 and 1", pos, ahead)
+		}
+	}
+	if eta := testid(d, "queue-eta"); eta != "estimating…" {
+		t.Errorf("estimated wait before the admitter's first tick %q, want estimating…", eta)
+	}
+	if v, _ := d.Find(`[data-testid="queue-progress"]`).Attr("value"); v != "0" {
+		t.Errorf("progress at joining = %q, want 0", v)
+	}
+	room := d.Find("#waiting-room")
+	if c, _ := room.Attr("sse-connect"); c != path+"/stream" || room.AttrOr("hx-ext", "") != "sse" || room.AttrOr("sse-close", "") != "close" {
+		t.Errorf("waiting room SSE attributes: sse-connect=%q hx-ext=%q sse-close=%q", c, room.AttrOr("hx-ext", ""), room.AttrOr("sse-close", ""))
+	}
+	state := d.Find("#queue-state")
+	if state.AttrOr("sse-swap", "") != "position,admitted" || state.AttrOr("hx-get", "") != path+"/status" ||
+		!strings.HasPrefix(state.AttrOr("hx-trigger", ""), "every 2s") {
+		t.Errorf("queue state swap attributes: %v", state.Nodes[0].Attr)
+	}
+	if d.Find("noscript").Text() != `<meta http-equiv="refresh" content="5">` || testid(d, "queue-refresh") == "" {
+		t.Error("the waiting room has no refresh for browsers without JavaScript")
+	}
+
+	// The first fan is admitted: the second moves to the front, half-way.
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+	d = page(fan, "")
+	if pos, eta := testid(d, "queue-position"), testid(d, "queue-eta"); pos != "1" || eta != "about 1 s" {
+		t.Errorf("after one admission at 1 fan/s the position is %q, the wait %q; want 1, about 1 s", pos, eta)
+	}
+	if v, _ := d.Find(`[data-testid="queue-progress"]`).Attr("value"); v != "50" {
+		t.Errorf("progress from 2 to 1 = %q, want 50", v)
+	}
+	d = page(first, "")
+	if href, _ := d.Find("[data-admitted-href]").Attr("data-admitted-href"); href != fmt.Sprintf("/events/%d/seats", ev.ID) {
+		t.Errorf("admitted fan's page leads to %q, want the seat map", href)
+	}
+	if testid(d, "to-seats") == "" || d.Find("noscript").Text() != fmt.Sprintf(`<meta http-equiv="refresh" content="0;url=/events/%d/seats">`, ev.ID) {
+		t.Error("the admitted page has no link, or no refresh without JavaScript, to the seat map")
+	}
+
+	// Paused: the fan keeps the place and is told.
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1, Paused: true})
+	d = page(fan, "")
+	if testid(d, "queue-paused") == "" || testid(d, "queue-position") != "1" || testid(d, "queue-eta") != "paused" {
+		t.Errorf("paused admission shows position %q, eta %q, paused notice %q", testid(d, "queue-position"), testid(d, "queue-eta"), testid(d, "queue-paused"))
+	}
+
+	// Sold out.
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1, SoldOut: true})
+	if d = page(fan, ""); testid(d, "queue-sold-out") == "" || d.Find("[sse-connect]").Length() != 0 {
+		t.Error("a sold-out sale is not shown as such, or the page still follows the stream")
+	}
+}
+
+// After Redis lost the line, a fan who had a place is told to rejoin, and
+// rejoining gives a new place.
+func TestQueue_Reset(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	fan, _ := app.newAccount(t, "reset@example.com", boxoffice.RoleFan)
+	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+
+	ctx := context.Background()
+	keys, err := app.Redis.Client.Keys(ctx, app.Redis.Prefix+"queue*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("queue keys: %v, %v", keys, err)
+	}
+	if err := app.Redis.Client.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	position(t, fan, path+"/status", "reset", 0)
+	resp := fan.do("GET", path, nil)
+	wantStatus(t, resp, http.StatusOK)
+	d := doc(t, resp)
+	if !strings.Contains(testid(d, "queue-reset"), "The line was reset, please rejoin") {
+		t.Errorf("reset message %q", testid(d, "queue-reset"))
+	}
+	if d.Find(`form[action="`+path+`"][method="post"] [data-testid="rejoin"]`).Length() != 1 {
+		t.Error("the reset state has no rejoin button")
+	}
+	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+	position(t, fan, path+"/status", "waiting", 1)
+}
+
+func TestQueue_Status(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	fan, _ := app.newAccount(t, "status@example.com", boxoffice.RoleFan)
+
+	resp := fan.do("GET", path+"/status", nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusNotFound)
+	if m := decode(t, resp); m["error"] != "not_in_queue" {
+		t.Errorf("status before joining = %v, want not_in_queue", m)
+	}
+	resp = fan.do("GET", path+"/status", nil, "HX-Request: true")
+	wantStatus(t, resp, http.StatusOK)
+	d := doc(t, resp)
+	if d.Find("html").Length() != 0 && d.Find("body > *").Length() != 1 || d.Find(`[data-queue-status="not_in_queue"][data-queue-final]`).Length() != 1 {
+		t.Errorf("htmx status before joining is not the final not-in-queue fragment")
+	}
+
+	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+	m := position(t, fan, path+"/status", "waiting", 1)
+	if m["paused"] != false || m["eta_seconds"] != 0.0 {
+		t.Errorf("status = %v, want not paused, no estimate yet", m)
+	}
+	resp = fan.do("GET", path+"/status", nil, "HX-Request: true")
+	wantStatus(t, resp, http.StatusOK)
+	d = doc(t, resp)
+	if d.Find("nav").Length() != 0 || testid(d, "queue-position") != "1" || d.Find("[data-queue-final]").Length() != 0 {
+		t.Errorf("htmx status is not the waiting fragment at position 1")
+	}
+
+	// The join counted on /metrics.
+	metrics := app.newClient(t).do("GET", "/metrics", nil)
+	body, _ := io.ReadAll(metrics.Body)
+	if want := fmt.Sprintf(`boxoffice_queue_joins_total{event="%d"} 1`, ev.ID); !strings.Contains(string(body), want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 5})
+	position(t, fan, path+"/status", "admitted", 0)
+	metrics = app.newClient(t).do("GET", "/metrics", nil)
+	body, _ = io.ReadAll(metrics.Body)
+	for _, want := range []string{
+		fmt.Sprintf(`boxoffice_queue_admissions_total{event="%d"} 1`, ev.ID),
+		fmt.Sprintf(`boxoffice_queue_waiting{event="%d"} 0`, ev.ID),
+		fmt.Sprintf(`boxoffice_queue_live_tokens{event="%d"} 1`, ev.ID),
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// sseEvent is one server-sent event.
+type sseEvent struct{ name, data string }
+
+// events reads the server-sent events of a stream into a channel, closed
+// when the stream ends.
+func events(body io.Reader) <-chan sseEvent {
+	ch := make(chan sseEvent)
+	go func() {
+		defer close(ch)
+		s := bufio.NewScanner(body)
+		var e sseEvent
+		for s.Scan() {
+			line := s.Text()
+			switch {
+			case line == "":
+				if e.name != "" {
+					ch <- e
+				}
+				e = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				e.name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				e.data += strings.TrimPrefix(line, "data: ") + "\n"
+			}
+		}
+	}()
+	return ch
+}
+
+// next returns the next event, failing the test if the stream ends or stays
+// silent for 10 s (a stream should speak every tick, 100 ms here).
+func next(t *testing.T, ch <-chan sseEvent) sseEvent {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended, want another event")
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s")
+	}
+	return sseEvent{}
+}
+
+// stream opens the client's SSE stream of the event.
+func stream(t *testing.T, c *client, eventID int64) (*http.Response, <-chan sseEvent) {
+	t.Helper()
+	resp := c.do("GET", fmt.Sprintf("/events/%d/queue/stream", eventID), nil, "Accept: text/event-stream")
+	wantStatus(t, resp, http.StatusOK)
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("stream Content-Type %q", ct)
+	}
+	return resp, events(resp.Body)
+}
+
+func fragment(t *testing.T, e sseEvent) *goquery.Document {
+	t.Helper()
+	d, err := goquery.NewDocumentFromReader(strings.NewReader(e.data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestQueue_Stream(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	first, _ := app.newAccount(t, "one@example.com", boxoffice.RoleFan)
+	fan, _ := app.newAccount(t, "two@example.com", boxoffice.RoleFan)
+	wantStatus(t, first.do("POST", path, url.Values{}), http.StatusSeeOther)
+	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+
+	_, ch := stream(t, fan, ev.ID)
+	e := next(t, ch)
+	if e.name != "position" || testid(fragment(t, e), "queue-position") != "2" {
+		t.Fatalf("first event %q: %s; want position 2", e.name, e.data)
+	}
+
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+	for e = next(t, ch); testid(fragment(t, e), "queue-position") == "2"; e = next(t, ch) {
+	}
+	if e.name != "position" || testid(fragment(t, e), "queue-position") != "1" || testid(fragment(t, e), "queue-ahead") != "0" {
+		t.Fatalf("after the first admission: %q: %s; want position 1, none ahead", e.name, e.data)
+	}
+
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+	for e = next(t, ch); e.name == "position"; e = next(t, ch) {
+	}
+	if e.name != "admitted" {
+		t.Fatalf("after the fan's admission: %q, want admitted", e.name)
+	}
+	if href, _ := fragment(t, e).Find("[data-admitted-href]").Attr("data-admitted-href"); href != fmt.Sprintf("/events/%d/seats", ev.ID) {
+		t.Errorf("admitted fragment leads to %q, want the seat map", href)
+	}
+	if e = next(t, ch); e.name != "close" {
+		t.Errorf("after admitted came %q, want close", e.name)
+	}
+	if _, ok := <-ch; ok {
+		t.Error("the stream goes on after close")
+	}
+}
+
+// A stream of a fan who is not in line says so, once, and ends.
+func TestQueue_Stream_NotInQueue(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	fan, _ := app.newAccount(t, "none@example.com", boxoffice.RoleFan)
+	_, ch := stream(t, fan, ev.ID)
+	if e := next(t, ch); e.name != "position" || fragment(t, e).Find(`[data-queue-status="not_in_queue"]`).Length() != 1 {
+		t.Fatalf("first event %q: %s; want the not-in-queue state", e.name, e.data)
+	}
+	if e := next(t, ch); e.name != "close" {
+		t.Fatalf("then %q, want close", e.name)
+	}
+}
+
+// When the server begins to shut down (Stopping), open streams end, so the
+// drain can finish.
+func TestQueue_Stream_Stopping(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	fans := make([]<-chan sseEvent, 3)
+	for i := range fans {
+		c, _ := app.newAccount(t, fmt.Sprintf("stop%d@example.com", i), boxoffice.RoleFan)
+		wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
+		_, fans[i] = stream(t, c, ev.ID)
+		next(t, fans[i])
+	}
+	app.Stop()
+	for i, ch := range fans {
+		deadline := time.After(10 * time.Second)
+	drain:
+		for {
+			select {
+			case _, ok := <-ch:
+				if !ok {
+					break drain
+				}
+			case <-deadline:
+				t.Fatalf("stream %d still open 10 s after Stopping", i)
+			}
+		}
+	}
+}
+
+// joinedFan signs up a fan, logs in and joins the event's queue, and
+// returns the logged-in client and its position; safe to call from many
+// goroutines (it reports failures with t.Error and returns nil).
+func (a *testApp) joinedFan(t *testing.T, eventID int64, email string) (*client, int) {
+	c := a.newClient(t)
+	resp, err := c.PostForm(a.URL+"/signup", signupForm(email, "correct horse", email))
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("sign up %s: %v, %v", email, resp, err)
+		return nil, 0
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest("POST", fmt.Sprintf("%s/events/%d/queue", a.URL, eventID), nil)
+	req.Header.Set("Accept", "application/json")
+	if resp, err = c.Do(req); err != nil {
+		t.Errorf("join %s: %v", email, err)
+		return nil, 0
+	}
+	defer resp.Body.Close()
+	var p struct{ Position int }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("join %s: status %d, %v", email, resp.StatusCode, err)
+		return nil, 0
+	}
+	return c, p.Position
+}
+
+// positionsHook counts the Redis pipelines that read queue positions (the
+// ZMSCORE of Positions) and the most fans one of them read.
+type positionsHook struct {
+	reads, most atomic.Int64
+}
+
+func (h *positionsHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *positionsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *positionsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "zmscore" {
+				h.reads.Add(1)
+				n := int64(len(c.Args()) - 2)
+				for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
+				}
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// However many fans of an event are connected to an instance, it reads
+// their positions once per tick, all in one Redis round trip; fans come
+// and go concurrently, and the event's fan-out stops and starts again
+// between rounds.
+func TestQueue_Stream_OneReadPerTick(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	const fans = 200
+	clients, positions := make([]*client, fans), make([]int, fans)
+	var setup sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range clients {
+		setup.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			clients[i], positions[i] = app.joinedFan(t, ev.ID, fmt.Sprintf("crowd%d@example.com", i))
+		})
+	}
+	setup.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	hook := &positionsHook{}
+	app.Redis.Client.AddHook(hook)
+	for round := range 2 {
+		hook.reads.Store(0)
+		hook.most.Store(0)
+		var all, first sync.WaitGroup
+		first.Add(fans)
+		var got atomic.Int64
+		for i, c := range clients {
+			all.Go(func() {
+				connected := sync.OnceFunc(first.Done)
+				defer connected()
+				req, _ := http.NewRequest("GET", fmt.Sprintf("%s/events/%d/queue/stream", app.URL, ev.ID), nil)
+				resp, err := c.Client.Do(req)
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Errorf("round %d, fan %d: stream %v, %v", round, i, resp, err)
+					return
+				}
+				ch := events(resp.Body)
+				defer func() {
+					resp.Body.Close()
+					for range ch { // let the reader end
+					}
+				}()
+				for n := range 3 {
+					select {
+					case e, ok := <-ch:
+						if !ok || e.name != "position" || !strings.Contains(e.data, `data-testid="queue-position">`+strconv.Itoa(positions[i])+`<`) {
+							t.Errorf("round %d, fan %d: event %q %.300q (open %v), want position %d", round, i, e.name, e.data, ok, positions[i])
+							return
+						}
+						got.Add(1)
+					case <-time.After(10 * time.Second):
+						t.Errorf("round %d, fan %d: no event within 10 s", round, i)
+						return
+					}
+					if n == 0 { // stay until every fan is connected
+						connected()
+						first.Wait()
+					}
+				}
+			})
+		}
+		all.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		reads, most := hook.reads.Load(), hook.most.Load()
+		t.Logf("round %d: %d positions pushed, read in %d round trips", round, got.Load(), reads)
+		if most != fans {
+			t.Errorf("round %d: the largest read covered %d fans, want all %d in one", round, most, fans)
+		}
+		if reads >= fans {
+			t.Errorf("round %d: %d round trips for %d fans' %d updates, want one per tick, far fewer than fans", round, reads, fans, got.Load())
+		}
+	}
+}
