@@ -41,7 +41,6 @@ type Bench struct {
 	streamsOpen int
 	profiles    map[string]string
 	profMu      sync.Mutex
-	rssBefore   int64
 }
 
 // notAvailable is a phase's status when the binary lacks its endpoint.
@@ -102,8 +101,8 @@ func setUp(ctx context.Context, cfg Config, ui *UI, rdb *redis.Client) (*Bench, 
 	if err != nil || a.Status != http.StatusOK {
 		return b, nil, fmt.Errorf("a bench session does not work: GET / answered %v %v", a.Status, err)
 	}
-	b.rssBefore, _, _ = memory(b.srv.Pid())
-	p.figure("server", fmt.Sprintf("pid %d at %s, RSS %.1f MiB after start-up", b.srv.Pid(), b.srv.URL, mib(b.rssBefore)), float64(b.rssBefore))
+	rss, _, _ := memory(b.srv.Pid())
+	p.figure("server", fmt.Sprintf("pid %d at %s, RSS %.1f MiB after start-up", b.srv.Pid(), b.srv.URL, mib(rss)), float64(rss))
 	b.endPhase(p)
 	return b, p, nil
 }

@@ -4,12 +4,26 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// prepareOut makes the report's folder and removes the plots and profiles
+// an earlier run left there.
+func prepareOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "phase-*.png"))
+	for _, f := range old {
+		os.Remove(f)
+	}
+	return os.RemoveAll(filepath.Join(dir, "profiles"))
+}
 
 // openRedis connects to the bench's Redis with a pool as large as the
 // closed loops.
@@ -35,7 +49,7 @@ func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 	if _, err := raiseOpenFiles(); err != nil {
 		ui.Logf("could not raise the open-file limit: %v", err)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := prepareOut(cfg.Out); err != nil {
 		return nil, err
 	}
 	rdb, err := openRedis(ctx, cfg)
@@ -259,7 +273,7 @@ func runSSE(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 	if limit < uint64(cfg.SSEConns)+1000 {
 		ui.Logf("the open-file limit is %d: fewer than %d streams may open", limit, cfg.SSEConns)
 	}
-	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+	if err := prepareOut(cfg.Out); err != nil {
 		return nil, err
 	}
 	rdb, err := openRedis(ctx, cfg)
