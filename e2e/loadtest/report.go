@@ -134,7 +134,8 @@ type Target struct {
 	// Met is nil when the run could not measure it.
 	Met *bool `json:"met"`
 	// Profile is the CPU profile of the server taken while the target was
-	// measured, and Top its `go tool pprof -top` (for missed targets).
+	// measured (for SSE memory, a heap profile), and Top its `go tool pprof
+	// -top` (for missed targets).
 	Profile string `json:"profile,omitempty"`
 	Top     string `json:"pprof_top,omitempty"`
 }
@@ -265,7 +266,11 @@ func markdown(r *Report) string {
 			}
 			w("### %s", t.Name)
 			w("")
-			w("CPU profile of the server during the step (%s), `go tool pprof -top`:", t.Profile)
+			what := "CPU profile of the server during the step"
+			if strings.Contains(t.Profile, "heap") {
+				what = "Heap profile of the server with the streams open (memory in use)"
+			}
+			w("%s (%s), `go tool pprof -top`:", what, t.Profile)
 			w("")
 			w("```")
 			w("%s", strings.TrimSpace(t.Top))

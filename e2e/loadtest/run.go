@@ -204,6 +204,7 @@ func (b *Bench) targets(r *Report) []Target {
 			if f.Name == "memory per stream" {
 				t.Got = f.Text
 				t.Met = ptr(f.Value < 40*1024 && b.streamsOpen >= 10000)
+				t.Profile = b.profiles["sse-heap"]
 			}
 		}
 		if t.Got == "" {
@@ -356,6 +357,15 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 	time.Sleep(2*b.cfg.AdmissionTick + time.Second)
 	rss1, _, _ := memory(b.srv.Pid())
 	go1, _ := b.goMemory(ctx)
+	if b.cfg.Profile {
+		path := filepath.Join(b.cfg.Out, "profiles", "sse-heap.pb.gz")
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := b.srv.heapProfile(ctx, path); err != nil {
+			b.ui.Logf("  heap profile: %v", err)
+		} else {
+			b.profiles["sse-heap"] = path
+		}
+	}
 	first := 0
 	for _, s := range streams {
 		if !s.First.IsZero() {

@@ -167,11 +167,21 @@ func resetPeak(pid int) error {
 // cpuProfile takes a CPU profile of the server for d through its profiler
 // and writes it to path; it blocks for d.
 func (s *Server) cpuProfile(ctx context.Context, d time.Duration, path string) error {
+	secs := max(int(d.Round(time.Second)/time.Second), 1)
+	return s.profile(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), path)
+}
+
+// heapProfile writes a profile of the server's heap in use, after a
+// garbage collection, to path.
+func (s *Server) heapProfile(ctx context.Context, path string) error {
+	return s.profile(ctx, "/debug/pprof/heap?gc=1", path)
+}
+
+func (s *Server) profile(ctx context.Context, query, path string) error {
 	if s.PprofURL == "" {
 		return fmt.Errorf("profiling is off")
 	}
-	secs := max(int(d.Round(time.Second)/time.Second), 1)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.PprofURL, secs), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.PprofURL+query, nil)
 	if err != nil {
 		return err
 	}
@@ -195,9 +205,14 @@ func (s *Server) cpuProfile(ctx context.Context, d time.Duration, path string) e
 }
 
 // pprofTop returns `go tool pprof -top` of a profile of binary: the
-// functions where the CPU time went, flat and cumulative.
+// functions where the CPU time (or, for a heap profile, the memory in use)
+// went, flat and cumulative.
 func pprofTop(binary, profile string, n int) (string, error) {
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-nodecount="+strconv.Itoa(n), binary, profile).CombinedOutput()
+	args := []string{"tool", "pprof", "-top", "-nodecount=" + strconv.Itoa(n)}
+	if strings.Contains(filepath.Base(profile), "heap") {
+		args = append(args, "-sample_index=inuse_space")
+	}
+	out, err := exec.Command("go", append(args, binary, profile)...).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %w: %s", err, out)
 	}
