@@ -70,6 +70,9 @@ type Server struct {
 	// SSE clients of an event in one Redis round trip.
 	AdmissionTick time.Duration
 	queueHub      *queueHub
+
+	// Seat map (issue 5): each event's seats, loaded once per process.
+	seatMaps seatMapCache
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -134,5 +137,13 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
 	admin.GET("/events/:id/live", s.handleAdminLive)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)
+
+	// Seat map and holds (issue 5): an entry token of this session needed.
+	gzip := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10})
+	app.GET("/events/:id/seats", s.handleSeatMap, gzip, s.requireEntry)
+	app.GET("/events/:id/seats/status", s.handleSeatStatus, gzip, s.requireEntry)
+	app.POST("/events/:id/holds", s.handleHold, s.requireEntry)
+	app.DELETE("/events/:id/holds/:seat", s.handleRelease, s.requireEntry)
+	app.POST("/events/:id/holds/:seat/release", s.handleRelease, s.requireEntry)
 	return e
 }

@@ -1,0 +1,119 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/labstack/echo/v4"
+)
+
+// Session keys of the notice shown once on the seat map after a form post.
+const (
+	sessNotice      = "notice"
+	sessNoticeError = "notice_error"
+)
+
+// refusals are the error codes of a hold or release that the fan caused and
+// the hold panel explains; any other error goes to the error handler.
+var refusals = map[string]bool{
+	boxoffice.ESEATTAKEN:     true,
+	boxoffice.ELIMITEXCEEDED: true,
+	boxoffice.EBADSEAT:       true,
+	boxoffice.ENOTFOUND:      true,
+}
+
+// handleHold handles POST /events/:id/holds: the form's repeated "seat"
+// values are all held for the account, or none (Holds.Hold, one Lua script),
+// under the event's limit and hold TTL. JSON: 200 {"held": [...], "ttl_ms":
+// n, "expires_at": RFC 3339}, or 409 seat_taken ("seats"), 422
+// limit_exceeded ("limit", "owned", "held"), 400 bad_seat. htmx: the hold
+// panel with a notice, at the same status. A form: 303 back to the seat map
+// (to the list of the form's "section", if any) with the notice as a flash.
+func (s *Server) handleHold(c echo.Context) error {
+	e, es, acct, err := s.seatMapRequest(c)
+	if err != nil {
+		return err
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The form could not be read.")
+	}
+	res, err := s.Holds.Hold(c.Request().Context(), boxoffice.HoldRequest{
+		EventID: e.ID, AccountID: acct.ID, Limit: e.MaxPerAccount, TTL: e.HoldTTL,
+	}, form["seat"])
+	if err != nil && (wantsJSON(c) || !refusals[boxoffice.ErrorCode(err)]) {
+		return err
+	}
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, map[string]any{
+			"held": res.Held, "ttl_ms": res.TTL.Milliseconds(), "expires_at": res.ExpiresAt.UTC(),
+		})
+	}
+	notice := views.HeldNotice(len(res.Held), res.TTL)
+	if err != nil {
+		notice = views.RefusedNotice(es.view(e), err)
+	}
+	return s.holdChanged(c, e, es, acct, notice, err, form.Get("section"))
+}
+
+// handleRelease handles DELETE /events/:id/holds/:seat and its form
+// fallback POST /events/:id/holds/:seat/release: the account's own hold on
+// the seat ends (Holds.Release, a compare-and-delete), and nobody else's
+// ever does. JSON: 200 {"released": label}; 404 not_found when the account
+// does not hold the seat (free, expired, sold or another fan's), changing
+// nothing; 400 bad_seat. htmx: the hold panel with a notice. Otherwise: 303
+// to the seat map with the notice as a flash.
+func (s *Server) handleRelease(c echo.Context) error {
+	e, es, acct, err := s.seatMapRequest(c)
+	if err != nil {
+		return err
+	}
+	label := c.Param("seat")
+	if c.Request().URL.RawPath != "" { // echo routes on the escaped path then
+		if label, err = url.PathUnescape(label); err != nil {
+			return boxoffice.Errorf(boxoffice.EBADSEAT, "That is not a seat.")
+		}
+	}
+	err = s.Holds.Release(c.Request().Context(), e.ID, acct.ID, label)
+	if err != nil && (wantsJSON(c) || !refusals[boxoffice.ErrorCode(err)]) {
+		return err
+	}
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, map[string]any{"released": label})
+	}
+	notice := views.ReleasedNotice(es.view(e), label)
+	if err != nil {
+		notice = views.RefusedNotice(es.view(e), err)
+	}
+	return s.holdChanged(c, e, es, acct, notice, err, "")
+}
+
+// holdChanged answers a hold or release for people: for htmx, the hold
+// panel with the notice, at refused's status (200 when it is nil); otherwise
+// the notice as a flash and 303 to the seat map (to the list of section, if
+// any).
+func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats, acct *boxoffice.Account, notice views.Notice, refused error, section string) error {
+	ctx := c.Request().Context()
+	if isHTMX(c) {
+		status := http.StatusOK
+		if refused != nil {
+			status = statusOf(refused)
+		}
+		st, err := s.Holds.SeatStatuses(ctx, e.ID, acct.ID)
+		if err != nil {
+			return err
+		}
+		return render(c, status, views.HoldPanel(views.HoldPanelData{Map: es.view(e), State: st, Limit: e.MaxPerAccount, Notice: notice}))
+	}
+	s.Sessions.Put(ctx, sessNotice, notice.Text)
+	s.Sessions.Put(ctx, sessNoticeError, notice.Error)
+	return c.Redirect(http.StatusSeeOther, views.SectionSeatsURL(e.ID, section))
+}
+
+// popNotice takes the flash notice out of the session (none: the zero Notice).
+func (s *Server) popNotice(ctx context.Context) views.Notice {
+	return views.Notice{Text: s.Sessions.PopString(ctx, sessNotice), Error: s.Sessions.PopBool(ctx, sessNoticeError)}
+}

@@ -1,0 +1,286 @@
+// The seat map page (views/seatmap.templ): choosing seats with the mouse or
+// the keyboard (Tab to the map, arrow keys to move, Enter or Space to choose),
+// the statuses refreshed every few seconds from /events/{id}/seats/status
+// without a reload, the countdown of the fan's holds from the TTL the server
+// read from Redis (resynchronised on each refresh; at zero the seats show as
+// free), and zoom. Every sentence comes from the page; this file moves them.
+(function () {
+  "use strict";
+  var REFRESH_MS = 3000;
+  var ZOOMS = [1, 1.5, 2, 3, 4, 6, 8];
+
+  var page = document.querySelector(".seatmap-page");
+  if (!page) return;
+  var host = document.getElementById("seatmap-host");
+  if (!host.shadowRoot) { // a browser without declarative shadow DOM
+    host.attachShadow({ mode: "open" }).appendChild(host.querySelector("template").content);
+  }
+  var svg = host.shadowRoot.getElementById("seatmap");
+  var box = page.querySelector("[data-map-box]");
+  var form = document.getElementById("hold-form");
+  var list = form.querySelector("[data-selection]");
+  var empty = form.querySelector("[data-selection-empty]");
+  var submit = form.querySelector("[type=submit]");
+  var itemTemplate = document.getElementById("selection-item");
+  var panel = document.getElementById("hold-panel");
+  var zoomControls = page.querySelector("[data-zoom-controls]");
+
+  // Every seat, its position (for arrow keys) and its current status.
+  var seats = svg.querySelectorAll("circle[data-id]");
+  var byId = new Map(), indexOf = new Map();
+  var xs = new Float64Array(seats.length), ys = new Float64Array(seats.length);
+  for (var i = 0; i < seats.length; i++) {
+    var el = seats[i];
+    byId.set(el.getAttribute("data-id"), el);
+    indexOf.set(el, i);
+    xs[i] = +el.getAttribute("cx");
+    ys[i] = +el.getAttribute("cy");
+  }
+  var statuses = new Map(); // seat id -> "held", "sold" or "mine"; free seats are absent
+  svg.querySelectorAll("circle.held, circle.sold, circle.mine").forEach(function (el) {
+    statuses.set(el.getAttribute("data-id"), el.getAttribute("class"));
+  });
+
+  // The selection: seat id -> its item in the hold form.
+  var chosen = new Map();
+
+  function seatsLeft() {
+    var state = panel.querySelector("[data-left]");
+    return state ? parseInt(state.getAttribute("data-left"), 10) : 0;
+  }
+
+  function showSelection() {
+    empty.hidden = chosen.size > 0;
+    submit.disabled = chosen.size === 0;
+  }
+
+  function choose(el) {
+    var id = el.getAttribute("data-id");
+    if (chosen.has(id)) {
+      unchoose(id);
+      return;
+    }
+    if (el.hasAttribute("aria-disabled")) return;
+    if (chosen.size >= seatsLeft()) {
+      var state = panel.querySelector(".hold-state");
+      if (state) {
+        state.classList.add("flash");
+        setTimeout(function () { state.classList.remove("flash"); }, 1500);
+      }
+      return;
+    }
+    var item = itemTemplate.content.firstElementChild.cloneNode(true);
+    item.querySelector("[data-name]").textContent = el.getAttribute("aria-label");
+    item.querySelector("input").value = id;
+    item.setAttribute("data-seat", id);
+    list.appendChild(item);
+    chosen.set(id, item);
+    el.classList.add("sel");
+    el.setAttribute("aria-checked", "true");
+    showSelection();
+  }
+
+  function unchoose(id) {
+    var item = chosen.get(id);
+    if (!item) return;
+    item.remove();
+    chosen.delete(id);
+    var el = byId.get(id);
+    if (el) {
+      el.classList.remove("sel");
+      el.setAttribute("aria-checked", "false");
+    }
+    showSelection();
+  }
+
+  function setStatus(id, status) {
+    var el = byId.get(id);
+    if (!el) return;
+    if (status) {
+      unchoose(id);
+      el.setAttribute("class", status);
+      el.setAttribute("aria-disabled", "true");
+      statuses.set(id, status);
+    } else {
+      el.classList.remove("held", "sold", "mine");
+      el.removeAttribute("aria-disabled");
+      statuses.delete(id);
+    }
+  }
+
+  function applyStatuses(next) {
+    statuses.forEach(function (status, id) {
+      if (next[id] !== status) setStatus(id, null);
+    });
+    Object.keys(next).forEach(function (id) {
+      if (statuses.get(id) !== next[id]) setStatus(id, next[id]);
+    });
+  }
+
+  // Keyboard: one tab stop in the map (roving tabindex), moved by the arrow keys.
+  var current = svg.querySelector("circle[tabindex]");
+  function focusSeat(el) {
+    if (current && current !== el) current.removeAttribute("tabindex");
+    el.setAttribute("tabindex", "0");
+    current = el;
+    el.focus();
+  }
+  function nearest(from, dx, dy) {
+    var i = indexOf.get(from), best = null, bestScore = Infinity;
+    for (var j = 0; j < xs.length; j++) {
+      var vx = xs[j] - xs[i], vy = ys[j] - ys[i];
+      var along = vx * dx + vy * dy;
+      if (along <= 0.5) continue;
+      var score = along + 3 * Math.abs(vx * dy - vy * dx);
+      if (score < bestScore) { bestScore = score; best = seats[j]; }
+    }
+    return best;
+  }
+  var arrows = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+  svg.addEventListener("keydown", function (e) {
+    var el = e.target;
+    if (!el.hasAttribute || !el.hasAttribute("data-id")) return;
+    if (e.key === "Enter" || e.key === " ") {
+      e.preventDefault();
+      choose(el);
+    } else if (arrows[e.key]) {
+      e.preventDefault();
+      var next = nearest(el, arrows[e.key][0], arrows[e.key][1]);
+      if (next) focusSeat(next);
+    }
+  });
+
+  // Zoom: buttons, or a click on a section's outline to zoom into it.
+  var zoom = 1;
+  function zoomTo(level, fx, fy) {
+    if (fx === undefined) {
+      fx = (box.scrollLeft + box.clientWidth / 2) / host.clientWidth;
+      fy = (box.scrollTop + box.clientHeight / 2) / host.clientHeight;
+    }
+    zoom = level;
+    host.style.setProperty("--zoom", String(level));
+    box.scrollLeft = fx * host.clientWidth - box.clientWidth / 2;
+    box.scrollTop = fy * host.clientHeight - box.clientHeight / 2;
+  }
+  zoomControls.addEventListener("click", function (e) {
+    var b = e.target.closest("[data-zoom]");
+    if (!b) return;
+    var at = ZOOMS.indexOf(zoom), how = b.getAttribute("data-zoom");
+    if (how === "in") zoomTo(ZOOMS[Math.min(at + 1, ZOOMS.length - 1)]);
+    else if (how === "out") zoomTo(ZOOMS[Math.max(at - 1, 0)]);
+    else zoomTo(1, 0.5, 0.5);
+  });
+
+  svg.addEventListener("click", function (e) {
+    var el = e.target;
+    if (el.hasAttribute("data-id")) {
+      focusSeat(el);
+      choose(el);
+    } else if (el.classList.contains("section-shape")) {
+      var r = svg.getBoundingClientRect();
+      zoomTo(Math.max(zoom, 4), (e.clientX - r.left) / r.width, (e.clientY - r.top) / r.height);
+    }
+  });
+  list.addEventListener("click", function (e) {
+    var b = e.target.closest("[data-remove]");
+    if (b) unchoose(b.closest("li").getAttribute("data-seat"));
+  });
+
+  // The countdown of the fan's holds: from the TTL in ms that the server read
+  // from Redis, on the browser's monotonic clock, never its wall clock.
+  var deadline = null, timer = null;
+  function format(ms) {
+    var s = Math.ceil(ms / 1000);
+    var pad = function (n) { return (n < 10 ? "0" : "") + n; };
+    if (s >= 3600) return Math.floor(s / 3600) + " h " + pad(Math.floor((s % 3600) / 60)) + " min";
+    if (s >= 60) return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
+    return s + " s";
+  }
+  function startCountdown(ttl) {
+    var el = panel.querySelector("[data-ttl-ms]");
+    if (ttl === undefined && el) ttl = parseInt(el.getAttribute("data-ttl-ms"), 10);
+    deadline = el && ttl > 0 ? performance.now() + ttl : null;
+    clearTimeout(timer);
+    tick();
+  }
+  function tick() {
+    var el = panel.querySelector("[data-ttl-ms]");
+    if (!el || deadline === null) return;
+    var left = deadline - performance.now();
+    el.querySelector("[data-countdown]").textContent = format(Math.max(0, left));
+    if (left > 0) {
+      timer = setTimeout(tick, Math.min(250, left));
+      return;
+    }
+    deadline = null;
+    statuses.forEach(function (status, id) {
+      if (status === "mine") setStatus(id, null);
+    });
+    el.hidden = true;
+    var ended = panel.querySelector("[data-countdown-ended]");
+    if (ended) ended.hidden = false;
+    refresh();
+  }
+
+  // The refresh: statuses of every seat that is not free, the fan's holds
+  // and their TTL; the hold panel is reloaded when the fan's holds changed.
+  var refreshing = false, refreshTimer = null;
+  function shownMine() {
+    var state = panel.querySelector("[data-mine]");
+    return state ? state.getAttribute("data-mine") : "[]";
+  }
+  function loadPanel() {
+    return fetch(page.getAttribute("data-panel-url"), { headers: { "HX-Request": "true" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
+      .then(function (html) {
+        panel.innerHTML = html;
+        if (window.htmx) window.htmx.process(panel);
+        startCountdown();
+      });
+  }
+  function refresh() {
+    clearTimeout(refreshTimer);
+    if (refreshing) return;
+    refreshing = true;
+    var sent = performance.now();
+    fetch(page.getAttribute("data-status-url"), { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) {
+        if (r.status === 403) { window.location.reload(); return Promise.reject(r.status); }
+        return r.ok ? r.json() : Promise.reject(r.status);
+      })
+      .then(function (d) {
+        applyStatuses(d.statuses);
+        if (JSON.stringify(d.holds.seats) !== shownMine()) return loadPanel();
+        if (d.holds.seats.length > 0) startCountdown(d.holds.ttl_ms - (performance.now() - sent) / 2);
+      })
+      .catch(function () {})
+      .then(function () {
+        refreshing = false;
+        refreshTimer = setTimeout(refresh, REFRESH_MS);
+      });
+  }
+
+  // htmx answers a refused hold with the panel and a 4xx status: show it.
+  document.body.addEventListener("htmx:beforeSwap", function (e) {
+    if (e.detail.target === panel && e.detail.xhr.status >= 400 && e.detail.xhr.status < 500) {
+      e.detail.shouldSwap = true;
+      e.detail.isError = false;
+    }
+  });
+  document.body.addEventListener("htmx:afterSwap", function (e) {
+    if (e.detail.target !== panel) return;
+    if (e.detail.elt === form && e.detail.xhr.status === 200) {
+      Array.from(chosen.keys()).forEach(unchoose);
+    }
+    startCountdown();
+    refresh();
+  });
+
+  svg.classList.add("js");
+  form.hidden = false;
+  zoomControls.hidden = false;
+  showSelection();
+  startCountdown();
+  refreshTimer = setTimeout(refresh, REFRESH_MS);
+  performance.mark("seatmap-ready");
+})();

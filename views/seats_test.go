@@ -1,0 +1,156 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+func testEvent() *boxoffice.Event {
+	return &boxoffice.Event{ID: 7, Currency: "KRW", Grades: []boxoffice.Grade{
+		{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"},
+		{Code: "S", Name: "S seat", Price: 90000, Color: "#2980b9"},
+	}}
+}
+
+func generated(t *testing.T, specs ...boxoffice.SectionSpec) []boxoffice.Seat {
+	t.Helper()
+	seats, err := boxoffice.GenerateSeats(specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seats
+}
+
+func TestNewSeatMap_Stage(t *testing.T) {
+	t.Run("GeneratedLayout", func(t *testing.T) {
+		// sections side by side, row 1 at y 0: the stage is above them
+		m := NewSeatMap(testEvent(), generated(t,
+			boxoffice.SectionSpec{Name: "A", Rows: 5, SeatsPerRow: 10, Grade: "R"},
+			boxoffice.SectionSpec{Name: "B", Rows: 5, SeatsPerRow: 10, Grade: "S"},
+		))
+		st := m.Stage
+		if st.Y+st.H > -boxoffice.RowPitch || st.H <= 0 || st.W <= 0 {
+			t.Errorf("stage %+v, want it above row 1 (y 0)", st)
+		}
+		if mid, want := st.X+st.W/2, (0+(10-1)*12+24+12+9*12)/2.0; mid != want {
+			t.Errorf("stage centred at x %v, want %v (the middle of the front row)", mid, want)
+		}
+		if !strings.HasPrefix(m.ViewBox, "-") {
+			t.Errorf("view box %q does not reach up to the stage", m.ViewBox)
+		}
+	})
+	t.Run("SeatsBehindTheStage", func(t *testing.T) {
+		// choir seats behind the stage (rows running up, row 1 nearest the
+		// stage) and the stalls in front of it: the stage sits between
+		var seats []boxoffice.Seat
+		add := func(section, grade string, rows, per int, y0, dy float64) {
+			for r := 1; r <= rows; r++ {
+				for n := 1; n <= per; n++ {
+					row, num := strconv.Itoa(r), strconv.Itoa(n)
+					seats = append(seats, boxoffice.Seat{Label: boxoffice.SeatLabel(section, row, num), Section: section, Row: row, Number: num,
+						Grade: grade, X: float64(n-1)*12 - float64(per-1)*6, Y: y0 + float64(r-1)*dy})
+				}
+			}
+		}
+		add("CHOIR", "S", 4, 10, -40, -14)
+		add("STALLS", "R", 10, 20, 120, 14)
+		m := NewSeatMap(testEvent(), seats)
+		st := m.Stage
+		if st.Y <= -40 || st.Y+st.H >= 120 {
+			t.Errorf("stage from y %v to %v, want it between the choir (y ≤ -40) and the stalls (y ≥ 120)", st.Y, st.Y+st.H)
+		}
+		if got := m.Section("CHOIR"); got == nil || got.LabelY >= -82 {
+			t.Errorf("the choir's name is at y %v, want it behind its last row (y -82)", got.LabelY)
+		}
+	})
+}
+
+func TestConvexHull(t *testing.T) {
+	var pts []point
+	for x := 0.0; x <= 4; x++ {
+		for y := 0.0; y <= 3; y++ {
+			pts = append(pts, point{x, y})
+		}
+	}
+	got := convexHull(pts)
+	want := []point{{0, 0}, {4, 0}, {4, 3}, {0, 3}}
+	if len(got) != len(want) {
+		t.Fatalf("hull of a grid = %v, want its 4 corners", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("hull of a grid = %v, want %v", got, want)
+		}
+	}
+	if got := convexHull([]point{{1, 1}, {1, 1}, {2, 2}}); len(got) != 2 {
+		t.Errorf("hull of two distinct points = %v", got)
+	}
+}
+
+func TestSeatMap_SeatsMarkup(t *testing.T) {
+	seats := generated(t,
+		boxoffice.SectionSpec{Name: `A"<&`, Rows: 1, SeatsPerRow: 2, Grade: "R"},
+		boxoffice.SectionSpec{Name: "B", Rows: 1, SeatsPerRow: 1, Grade: "S"},
+	)
+	m := NewSeatMap(testEvent(), seats)
+	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{`A"<&-1-2`: boxoffice.SeatSold}}
+	var buf bytes.Buffer
+	if err := m.seatsMarkup(st).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	want := `<g class="grade grade-R" fill="#c0392b">` +
+		`<circle cx="0" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-1" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 1, grade R, ₩ 150,000" tabindex="0"/>` +
+		`<circle cx="12" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-2" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 2, grade R, ₩ 150,000" class="sold" aria-disabled="true"/>` +
+		`</g><g class="grade grade-S" fill="#2980b9">` +
+		`<circle cx="48" cy="0" r="5" data-id="B-1-1" role="checkbox" aria-label="Section B, row 1, seat 1, grade S, ₩ 90,000"/></g>`
+	if got := buf.String(); got != want {
+		t.Errorf("markup =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestNotices(t *testing.T) {
+	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
+	if got := HeldNotice(1, 299400*time.Millisecond).Text; got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
+		t.Errorf("HeldNotice = %q", got)
+	}
+	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "Taken.", Details: map[string]any{
+		"seats": []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6", "A-1-7"},
+	}}
+	n := RefusedNotice(m, errors.Join(errors.New("context"), err))
+	if !n.Error || !strings.HasPrefix(n.Text, "Taken. (Section A, row 1, seat 1, grade R, ₩ 150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
+		t.Errorf("RefusedNotice = %+v", n)
+	}
+	if got := ReleasedNotice(m, "A-1-8").Text; got != "You let go of Section A, row 1, seat 8, grade R, ₩ 150,000." {
+		t.Errorf("ReleasedNotice = %q", got)
+	}
+}
+
+// TestNewSeatMap_Demo lays out the demo arena: every seat drawn, every
+// section outlined and named, the stage in front of the floor blocks.
+func TestNewSeatMap_Demo(t *testing.T) {
+	f, err := os.Open("../demo/venues/inspire_arena.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	seats, err := boxoffice.ParseSeatCSV(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := NewSeatMap(testEvent(), seats)
+	if len(m.Sections) != 54 || len(m.seats) != 15000 {
+		t.Fatalf("%d sections and %d seats, want 54 and 15000", len(m.Sections), len(m.seats))
+	}
+	// floor block F2's first row is at y -200, x -114 to 114
+	if st := m.Stage; st.Y+st.H > -200 || st.X > -114 || st.X+st.W < 114 || st.W > 760 {
+		t.Errorf("stage %+v, want it in front of the floor blocks and no wider than them", st)
+	}
+}
