@@ -18,6 +18,10 @@ const (
 
 // refusals are the error codes of a hold or release that the fan caused and
 // the hold panel explains; any other error goes to the error handler.
+// errSaleOver refuses holds once an event's sale has ended or been closed,
+// even for fans whose entry token is still live.
+var errSaleOver = boxoffice.Errorf(boxoffice.ECONFLICT, "The sale has ended: seats can no longer be held.")
+
 var refusals = map[string]bool{
 	boxoffice.ESEATTAKEN:     true,
 	boxoffice.ELIMITEXCEEDED: true,
@@ -36,6 +40,9 @@ func (s *Server) handleHold(c echo.Context) error {
 	e, es, acct, err := s.seatMapRequest(c)
 	if err != nil {
 		return err
+	}
+	if !e.QueueOpen(s.Now()) {
+		return errSaleOver
 	}
 	form, err := c.FormParams()
 	if err != nil {

@@ -17,20 +17,25 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 )
 
-// testApp is a Server on real PostgreSQL and Redis behind httptest.
+// testApp is a Server on real PostgreSQL and Redis behind httptest, with
+// the sandbox PG mounted under /sandbox-pg.
 type testApp struct {
 	*httptest.Server
 	DB    *store.DB
 	Redis *store.Redis
 	Srv   *handlers.Server
 	// Stop cancels the server's Stopping context, as a shutdown does.
-	Stop context.CancelFunc
+	Stop    context.CancelFunc
+	Orders  *store.Orders
+	Sandbox *payment.Sandbox
+	PG      *payment.Client // the sandbox's API, as the app calls it
 }
 
 // newTestApp is a Server on a database and Redis prefix of its own, with
@@ -50,6 +55,13 @@ func withRateLimits(s *handlers.Server) {
 // newTestAppOn is newTestApp on the given stores (a private server's, for
 // outage tests).
 func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
+	t.Helper()
+	return newTestAppPG(t, db, db, rdb, options...)
+}
+
+// newTestAppPG is newTestAppOn with the sandbox PG's state in pgDB, a
+// database that may outlive db's outages.
+func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
 	sessions := scs.New()
 	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
@@ -79,13 +91,32 @@ func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis, options ...func(
 		Venues:        &store.Venues{DB: db},
 		AdmissionTick: 100 * time.Millisecond,
 	}
+	ts := httptest.NewUnstartedServer(nil)
+	base := "http://" + ts.Listener.Addr().String()
+	sandbox, err := payment.NewSandbox(payment.SandboxConfig{
+		Provider: payment.ProviderSandbox, Pool: pgDB.Pool, SecretKey: testPGSecret, WebhookURL: base + "/payments/webhook",
+		RetryDelays: []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second},
+		Logger:      srv.Logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := &payment.Client{BaseURL: base + "/sandbox-pg", SecretKey: testPGSecret}
+	orders := &store.Orders{
+		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
+		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
+	}
+	srv.Orders, srv.SandboxPG = orders, sandbox
 	for _, o := range options {
 		o(srv)
 	}
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { stop(); ts.Close() })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop}
+	ts.Config.Handler = srv.Handler()
+	ts.Start()
+	t.Cleanup(func() { stop(); ts.Close(); sandbox.Close() })
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg}
 }
+
+const testPGSecret = "test_sk_handlers"
 
 // newAccount creates an account with the role (fan or admin) and returns a
 // client logged in as it.

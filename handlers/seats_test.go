@@ -550,3 +550,21 @@ func TestHolds_Release(t *testing.T) {
 		}
 	})
 }
+
+// Once the sale is closed, a fan whose entry token is still live can no
+// longer hold seats, and nothing is held.
+func TestHolds_Hold_SaleClosed(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	c, _ := app.newFan(t, "late@example.com", e.ID)
+	if _, err := app.Srv.Events.CloseEvent(context.Background(), e.ID); err != nil {
+		t.Fatal(err)
+	}
+	app.Srv.LiveEvents.Forget(e.ID)
+	resp := c.do("POST", holdsPath(e.ID), url.Values{"seat": {"A-1-1"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusConflict)
+	if m := getSeatMap(t, c, e.ID); len(m.Holds.Seats) != 0 {
+		t.Errorf("holds after a refused hold: %v, want none", m.Holds.Seats)
+	}
+}

@@ -73,6 +73,11 @@ type Server struct {
 
 	// Seat map (issue 5): each event's seats, loaded once per process.
 	seatMaps seatMapCache
+
+	// Checkout and payments.
+	Orders boxoffice.OrderService
+	// SandboxPG, when set (PG_PROVIDER=sandbox), is mounted under /sandbox-pg.
+	SandboxPG http.Handler
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -145,5 +150,17 @@ func (s *Server) Handler() http.Handler {
 	app.POST("/events/:id/holds", s.handleHold, s.requireEntry)
 	app.DELETE("/events/:id/holds/:seat", s.handleRelease, s.requireEntry)
 	app.POST("/events/:id/holds/:seat/release", s.handleRelease, s.requireEntry)
+
+	// Checkout and payments: orders, the PG's redirects and webhook, tickets.
+	app.POST("/events/:id/orders", s.handleCreateOrder, s.requireEntry)
+	app.GET("/orders/:order", s.handleOrder, requireAccount)
+	app.GET("/orders/:order/tickets/:ticket/qr.png", s.handleTicketQR, requireAccount)
+	app.GET("/me/orders", s.handleMyOrders, requireAccount)
+	app.GET("/payments/success", s.handlePaymentSuccess)
+	app.GET("/payments/fail", s.handlePaymentFail, requireAccount)
+	e.POST("/payments/webhook", s.handleWebhook)
+	if s.SandboxPG != nil {
+		e.Any("/sandbox-pg/*", echo.WrapHandler(http.StripPrefix("/sandbox-pg", s.SandboxPG)))
+	}
 	return e
 }

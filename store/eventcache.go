@@ -33,7 +33,9 @@ type cachedEvent struct {
 
 // Event returns the event, loading it when the cached copy is older than
 // TTL. A "not found" answer is cached too, so unknown ids cannot hammer the
-// database. Errors: ENOTFOUND, or the store's error (not cached). The
+// database. When a reload fails (PostgreSQL is down), the last copy is
+// served instead, so that holds keep working from Redis through an outage.
+// Errors: ENOTFOUND, or the store's error when there is no copy at all. The
 // returned event is shared: callers must not modify it.
 func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, error) {
 	now := c.now()
@@ -55,6 +57,9 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 		}
 		return ev, err
 	})
+	if err != nil && ok && e.err == nil && boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+		return e.event, nil
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,5 +68,41 @@ func TestEventCache_Event(t *testing.T) {
 	}
 	if n := events.loads.Load(); n != 4 {
 		t.Fatalf("three asks for an unknown event made %d loads in all, want one more (not found is cached)", n)
+	}
+}
+
+// failingEvents fails every load after the first, as a database that went
+// away would.
+type failingEvents struct {
+	*store.Events
+	loads atomic.Int32
+}
+
+func (f *failingEvents) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	if f.loads.Add(1) > 1 {
+		return nil, errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+	}
+	return f.Events.FindEventByID(ctx, id)
+}
+
+// Through a PostgreSQL outage the cache serves the last copy of an event it
+// had, and an event it never had is an error.
+func TestEventCache_Event_Outage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := storetest.MustOpenDB(t)
+	ev := newHoldEvent(t, db, 2)
+	c := &store.EventCache{Events: &failingEvents{Events: &store.Events{DB: db}}, TTL: time.Nanosecond}
+	first, err := c.Event(ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	got, err := c.Event(ctx, ev.ID)
+	if err != nil || got != first {
+		t.Fatalf("during the outage Event = %p, %v; want the last copy %p", got, err, first)
+	}
+	if _, err := c.Event(ctx, ev.ID+1); err == nil {
+		t.Fatal("an event never loaded came back during the outage")
 	}
 }

@@ -25,6 +25,7 @@ type Config struct {
 	LogLevel      string        // LOG_LEVEL: debug, info, warn or error
 	AdmissionTick time.Duration // ADMISSION_TICK: how often the admitter admits a batch
 	RateLimits    bool          // RATE_LIMITS: "on", or "off" for load tests from one address
+	PaymentWindow time.Duration // PAYMENT_WINDOW: how long an order waits for its payment
 	PprofAddr     string        // PPROF_ADDR: loopback host:port of the CPU/heap profiler, "" (off) by default
 }
 
@@ -114,6 +115,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.AdmissionTick, err = time.ParseDuration(tick); err != nil || c.AdmissionTick < 100*time.Millisecond || c.AdmissionTick > time.Minute {
 		bad("ADMISSION_TICK", "want a duration from 100ms to 1m such as 1s, got %q", tick)
 	}
+	window := get("PAYMENT_WINDOW", "10m")
+	if c.PaymentWindow, err = time.ParseDuration(window); err != nil || c.PaymentWindow < 5*time.Second || c.PaymentWindow > 30*time.Minute {
+		bad("PAYMENT_WINDOW", "want a duration from 5s to 30m such as 10m, got %q", window)
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("bad configuration:\n  %w", joinLines(errs))
 	}
@@ -126,6 +131,7 @@ func (c Config) LogAttrs() []any {
 		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
+		"payment_window", c.PaymentWindow.String(),
 		"pprof_addr", c.PprofAddr,
 	}
 }

@@ -24,7 +24,8 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		t.Fatalf("LoadConfig(empty) = %v, want the developer defaults", err)
 	}
 	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
-		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits || c.PprofAddr != "" {
+		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits ||
+		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -43,6 +44,8 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"PPROF_ADDR": ":6060"}, []string{"PPROF_ADDR"}},
 		{map[string]string{"PPROF_ADDR": "10.0.0.1:6060"}, []string{"PPROF_ADDR"}},
 		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast", "RATE_LIMITS": "maybe"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK", "RATE_LIMITS"}},
+		{map[string]string{"PAYMENT_WINDOW": "1s"}, []string{"PAYMENT_WINDOW"}},
+		{map[string]string{"PAYMENT_WINDOW": "1h"}, []string{"PAYMENT_WINDOW"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))

@@ -109,6 +109,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	events := &store.Events{DB: db}
 	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics}
+	checkout, err := newCheckout(cfg, db, rdb, holds, logger)
+	if err != nil {
+		return err
+	}
+	defer checkout.close(logger) // after the workers ended (the defer below runs first)
 
 	// Background workers run until stopping ends, and serve waits for them.
 	stopping, stop := context.WithCancel(context.Background())
@@ -120,6 +125,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("admitter stopped", "err", err)
 		}
 	})
+	checkout.start(stopping, &workers)
 	srv := &handlers.Server{
 		Logger:     logger,
 		Sessions:   sessions,
@@ -134,6 +140,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Venues:     &store.Venues{DB: db},
 
 		AdmissionTick: cfg.AdmissionTick,
+
+		Orders:    checkout.orders,
+		SandboxPG: checkout.sandboxHandler(),
 	}
 	if cfg.RateLimits {
 		srv.Limiter = store.NewRateLimiter(rdb)

@@ -1,0 +1,462 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/jackc/pgx/v5"
+)
+
+// saleEvent creates a venue of 10 seats, A-1-1 to A-1-10 (grade R, 150,000
+// KRW), and an on-sale event on it whose queue is open.
+func (a *testApp) saleEvent(t *testing.T) *boxoffice.Event {
+	t.Helper()
+	ctx := context.Background()
+	var seats []boxoffice.Seat
+	for n := 1; n <= 10; n++ {
+		num := fmt.Sprint(n)
+		seats = append(seats, boxoffice.Seat{Label: boxoffice.SeatLabel("A", "1", num), Section: "A", Row: "1", Number: num, Grade: "R"})
+	}
+	v, err := (&store.Venues{DB: a.DB}).CreateVenue(ctx, "Checkout Hall", seats)
+	if err != nil {
+		t.Fatalf("create venue: %v", err)
+	}
+	in := boxoffice.NewEventInput()
+	now := time.Now().UTC().Truncate(time.Minute)
+	in.VenueID, in.Title = v.ID, "Checkout Night"
+	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = now.Add(-time.Hour), now.Add(24*time.Hour), now.Add(48*time.Hour)
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 150000}}
+	in.Normalize()
+	e, err := a.Srv.Events.CreateEvent(ctx, in)
+	if err == nil {
+		e, err = a.Srv.Events.PublishEvent(ctx, e.ID)
+	}
+	if err != nil {
+		t.Fatalf("create event: %v", err)
+	}
+	return e
+}
+
+// enter puts the client's fan through the event's waiting room: it joins
+// (POST /events/:id/queue) and is admitted by one admission tick.
+func (a *testApp) enter(t *testing.T, c *client, eventID int64) {
+	t.Helper()
+	wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/queue", eventID), url.Values{}, "Accept: application/json"), http.StatusOK)
+	a.admit(t, boxoffice.AdmissionSettings{EventID: eventID, Rate: 1000, TokenTTL: 10 * time.Minute})
+}
+
+func (a *testApp) hold(t *testing.T, acct *boxoffice.Account, eventID int64, labels ...string) {
+	t.Helper()
+	req := boxoffice.HoldRequest{EventID: eventID, AccountID: acct.ID, Limit: 5, TTL: time.Minute}
+	if _, err := a.Srv.Holds.Hold(context.Background(), req, labels); err != nil {
+		t.Fatalf("hold %v: %v", labels, err)
+	}
+}
+
+// checkout returns a logged-in fan admitted to a fresh event, holding seats,
+// and the order its checkout made (JSON).
+func (a *testApp) checkout(t *testing.T, email string, labels ...string) (*client, *boxoffice.Account, orderAnswer) {
+	t.Helper()
+	ev := a.saleEvent(t)
+	c, acct := a.newAccount(t, email, boxoffice.RoleFan)
+	a.enter(t, c, ev.ID)
+	a.hold(t, acct, ev.ID, labels...)
+	resp := c.do("POST", fmt.Sprintf("/events/%d/orders", ev.ID), url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusCreated)
+	var o orderAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	return c, acct, o
+}
+
+type orderAnswer struct {
+	OrderID     string `json:"order_id"`
+	Status      string `json:"status"`
+	Amount      int64  `json:"amount"`
+	Currency    string `json:"currency"`
+	CheckoutURL string `json:"checkout_url"`
+	Seats       []string
+	Tickets     []struct{ ID, Seat, Code, QRURL string }
+	Failure     string
+}
+
+// payAtSandbox sends the sandbox's checkout form (pay or decline) and
+// returns where the PG redirects the buyer, as a path on the app.
+func (a *testApp) payAtSandbox(t *testing.T, c *client, o orderAnswer, action, scenario string) string {
+	t.Helper()
+	u, err := url.Parse(o.CheckoutURL)
+	if err != nil || !strings.HasPrefix(o.CheckoutURL, a.URL+"/sandbox-pg/checkout?") {
+		t.Fatalf("checkout URL %q, want the sandbox's page", o.CheckoutURL)
+	}
+	wantStatus(t, c.do("GET", strings.TrimPrefix(o.CheckoutURL, a.URL), nil), http.StatusOK)
+	form := u.Query()
+	form.Set("action", action)
+	form.Set("scenario", scenario)
+	resp := c.do("POST", "/sandbox-pg/checkout", form)
+	wantStatus(t, resp, http.StatusSeeOther)
+	loc := resp.Header.Get("Location")
+	if !strings.HasPrefix(loc, a.URL+"/payments/") {
+		t.Fatalf("the PG redirects to %q, want the app's /payments/", loc)
+	}
+	return strings.TrimPrefix(loc, a.URL)
+}
+
+func TestCreateOrder(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	path := fmt.Sprintf("/events/%d/orders", ev.ID)
+	c, acct := app.newAccount(t, "buyer@example.com", boxoffice.RoleFan)
+
+	wantStatus(t, app.newClient(t).do("POST", path, url.Values{}, "Accept: application/json"), http.StatusUnauthorized)
+	resp := c.do("POST", path, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusForbidden)
+	wantErrorCode(t, resp, boxoffice.ENOENTRYTOKEN)
+
+	app.enter(t, c, ev.ID)
+	resp = c.do("POST", path, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusConflict)
+	wantErrorCode(t, resp, boxoffice.ENOHOLDS)
+
+	app.hold(t, acct, ev.ID, "A-1-1", "A-1-2")
+	resp = c.do("POST", path, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusCreated)
+	var o orderAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	if o.Status != "PENDING_PAYMENT" || o.Amount != 300000 || o.Currency != "KRW" || o.OrderID == "" ||
+		!strings.HasPrefix(o.CheckoutURL, app.URL+"/sandbox-pg/checkout?") || !strings.Contains(o.CheckoutURL, "orderId="+o.OrderID) {
+		t.Fatalf("order %+v, want PENDING_PAYMENT, 300000 KRW, a sandbox checkout URL", o)
+	}
+
+	// A page's form: 303 to the PG's checkout, for the same order.
+	resp = c.do("POST", path, url.Values{})
+	wantStatus(t, resp, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != o.CheckoutURL {
+		t.Errorf("Location %q, want %q", loc, o.CheckoutURL)
+	}
+	hx := c.do("POST", path, url.Values{}, "HX-Request: true")
+	wantStatus(t, hx, http.StatusCreated)
+	if got := hx.Header.Get("HX-Redirect"); got != o.CheckoutURL {
+		t.Errorf("HX-Redirect %q, want %q", got, o.CheckoutURL)
+	}
+}
+
+// The whole journey over HTTP: checkout, pay at the sandbox, back to the
+// success URL, the order page with its tickets and their QR codes.
+func TestCheckoutJourney(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c, _, o := app.checkout(t, "journey@example.com", "A-1-3", "A-1-4")
+
+	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
+	if !strings.HasPrefix(success, "/payments/success?") {
+		t.Fatalf("redirect to %s, want /payments/success", success)
+	}
+	resp := c.do("GET", success, nil)
+	wantStatus(t, resp, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != "/orders/"+o.OrderID {
+		t.Fatalf("Location %q, want /orders/%s", loc, o.OrderID)
+	}
+	app.Sandbox.Wait() // the webhook changes nothing more
+
+	page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil))
+	if got := testid(page, "order-status"); got != "Confirmed" {
+		t.Errorf("order-status %q, want Confirmed", got)
+	}
+	if got := testid(page, "order-amount"); got != "₩ 300,000" {
+		t.Errorf("order-amount %q, want ₩ 300,000", got)
+	}
+	if _, polls := page.Find(`[data-testid="order"]`).Attr("hx-trigger"); polls {
+		t.Error("a confirmed order's page still polls")
+	}
+	qrs := page.Find(`[data-testid="ticket-qr"]`)
+	if qrs.Length() != 2 {
+		t.Fatalf("%d ticket QR codes, want 2", qrs.Length())
+	}
+	src, _ := qrs.First().Attr("src")
+	img := c.do("GET", src, nil)
+	wantStatus(t, img, http.StatusOK)
+	if _, err := png.Decode(img.Body); err != nil || img.Header.Get("Content-Type") != "image/png" {
+		t.Errorf("QR code %s: %s, %v; want a PNG", src, img.Header.Get("Content-Type"), err)
+	}
+
+	var got orderAnswer
+	if err := json.NewDecoder(c.do("GET", "/orders/"+o.OrderID, nil, "Accept: application/json").Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != "CONFIRMED" || len(got.Seats) != 2 || len(got.Tickets) != 2 || got.Tickets[0].Code == "" {
+		t.Errorf("order JSON %+v, want CONFIRMED with 2 seats and 2 tickets", got)
+	}
+	for _, tk := range got.Tickets {
+		if _, ok := boxoffice.VerifyTicketCode(app.Orders.TicketSecret, tk.Code, o.eventID(t, app), tk.Seat); !ok {
+			t.Errorf("ticket %s: code %q does not verify", tk.Seat, tk.Code)
+		}
+	}
+	if n := app.queryInt(t, `SELECT count(*) FROM payment WHERE order_id = $1`, o.OrderID); n != 1 {
+		t.Errorf("%d payments recorded, want 1", n)
+	}
+
+	// The success URL again (a reload): the same order page.
+	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
+
+	// Strangers get 404; visitors are asked to log in.
+	stranger, _ := app.newAccount(t, "stranger@example.com", boxoffice.RoleFan)
+	wantStatus(t, stranger.do("GET", "/orders/"+o.OrderID, nil), http.StatusNotFound)
+	wantStatus(t, stranger.do("GET", src, nil), http.StatusNotFound)
+	wantStatus(t, app.newClient(t).do("GET", "/orders/"+o.OrderID, nil), http.StatusSeeOther)
+
+	mine := doc(t, c.do("GET", "/me/orders", nil))
+	if rows := mine.Find(`[data-testid="orders-row"]`); rows.Length() != 1 || testid(mine, "orders-status") != "Confirmed" {
+		t.Errorf("my orders: %d rows, status %q; want 1, Confirmed", rows.Length(), testid(mine, "orders-status"))
+	}
+	var list struct{ Orders []orderAnswer }
+	if err := json.NewDecoder(c.do("GET", "/me/orders", nil, "Accept: application/json").Body).Decode(&list); err != nil ||
+		len(list.Orders) != 1 || list.Orders[0].OrderID != o.OrderID {
+		t.Errorf("my orders JSON %+v (%v), want the order", list, err)
+	}
+	if n := doc(t, stranger.do("GET", "/me/orders", nil)).Find(`[data-testid="no-orders"]`).Length(); n != 1 {
+		t.Error("a stranger's orders list is not empty")
+	}
+}
+
+// Declined at the PG: the order page says why and the order stays payable.
+func TestPaymentFail(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c, _, o := app.checkout(t, "decline@example.com", "A-1-5")
+	fail := app.payAtSandbox(t, c, o, "decline", payment.ScenarioDefault)
+	if !strings.HasPrefix(fail, "/payments/fail?") || !strings.Contains(fail, "code=PAY_PROCESS_CANCELED") {
+		t.Fatalf("redirect to %s, want /payments/fail with PAY_PROCESS_CANCELED", fail)
+	}
+	page := doc(t, c.do("GET", fail, nil))
+	if got := testid(page, "payment-failed"); got != "You cancelled the payment. No money was taken." {
+		t.Errorf("payment-failed %q", got)
+	}
+	if got := testid(page, "order-status"); got != "Waiting for payment" {
+		t.Errorf("order-status %q, want Waiting for payment", got)
+	}
+	if href, _ := page.Find(`[data-testid="order-pay"]`).Attr("href"); href != o.CheckoutURL {
+		t.Errorf("pay link %q, want the checkout URL %q", href, o.CheckoutURL)
+	}
+	if trig, _ := page.Find(`[data-testid="order"]`).Attr("hx-trigger"); trig == "" {
+		t.Error("a pending order's page does not poll")
+	}
+	// A forged message in the link is not shown.
+	page = doc(t, c.do("GET", "/payments/fail?code=X&message=Call+0800+now&orderId="+o.OrderID, nil))
+	if strings.Contains(page.Text(), "0800") {
+		t.Error("the fail page shows the link's message")
+	}
+	stranger, _ := app.newAccount(t, "nosy@example.com", boxoffice.RoleFan)
+	wantStatus(t, stranger.do("GET", fail, nil), http.StatusNotFound)
+
+	// Paying again works: the htmx poll then shows the tickets.
+	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioWebhookNever)
+	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
+	frag := doc(t, c.do("GET", "/orders/"+o.OrderID, nil, "HX-Request: true"))
+	if frag.Find("html > body > main").Length() != 0 || testid(frag, "order-status") != "Confirmed" ||
+		frag.Find(`[data-testid="ticket"]`).Length() != 1 {
+		t.Errorf("htmx fragment: status %q, %d tickets; want the fragment alone, Confirmed, 1 ticket",
+			testid(frag, "order-status"), frag.Find(`[data-testid="ticket"]`).Length())
+	}
+}
+
+// A success redirect whose amount was changed: no confirmation, the order
+// fails, and the page says why.
+func TestPaymentSuccess_Tampered(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c, _, o := app.checkout(t, "tamper@example.com", "A-1-6")
+	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioTamperAmount)
+	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
+	page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil))
+	if testid(page, "order-status") != "Failed" || testid(page, "order-failure") == "" {
+		t.Errorf("order-status %q, failure %q; want Failed with a reason", testid(page, "order-status"), testid(page, "order-failure"))
+	}
+	u, _ := url.Parse(success)
+	p, err := app.PG.GetPayment(context.Background(), u.Query().Get("paymentKey"))
+	if err != nil || p.Status != payment.StatusInProgress {
+		t.Errorf("PG payment %+v (%v), want IN_PROGRESS: never confirmed", p, err)
+	}
+	wantStatus(t, c.do("GET", "/payments/success?orderId="+o.OrderID+"&paymentKey=x&amount=lots", nil), http.StatusBadRequest)
+}
+
+func TestWebhook(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c, _, o := app.checkout(t, "hook@example.com", "A-1-7")
+	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioWebhookNever)
+	u, _ := url.Parse(success)
+	key := u.Query().Get("paymentKey")
+	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, o.Amount); err != nil {
+		t.Fatal(err)
+	}
+	// A payment the PG has for an order that is not ours.
+	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL("not-our-order", 1000, "Other", app.Orders.SuccessURL, app.Orders.FailURL)}, "pay", payment.ScenarioWebhookNever)
+	su, _ := url.Parse(strange)
+
+	event := func(key, orderID string) string {
+		return fmt.Sprintf(`{"eventType":"PAYMENT_STATUS_CHANGED","createdAt":"2026-11-29T10:00:00.000000","data":{"paymentKey":%q,"orderId":%q,"status":"DONE"}}`, key, orderID)
+	}
+	tests := []struct {
+		name string
+		body string
+		want int
+	}{
+		{"Garbage", "not json", http.StatusBadRequest},
+		{"OtherEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"k","orderId":"o"}}`, http.StatusBadRequest},
+		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", payment.MaxWebhookBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		{"UnknownPayment", event("tsbx-forged", o.OrderID), http.StatusUnauthorized},
+		{"OtherOrdersPayment", event(key, "someone-elses"), http.StatusUnauthorized},
+		{"OK", event(key, o.OrderID), http.StatusOK},
+		{"Repeat", event(key, o.OrderID), http.StatusOK},
+		{"NotOurOrder", event(su.Query().Get("paymentKey"), "not-our-order"), http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(app.URL+"/payments/webhook", "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != tt.want {
+				t.Errorf("status %d, want %d", resp.StatusCode, tt.want)
+			}
+		})
+	}
+	var got orderAnswer
+	if err := json.NewDecoder(c.do("GET", "/orders/"+o.OrderID, nil, "Accept: application/json").Body).Decode(&got); err != nil ||
+		got.Status != "CONFIRMED" || len(got.Tickets) != 1 {
+		t.Errorf("order after the webhooks %+v (%v), want CONFIRMED with 1 ticket", got, err)
+	}
+}
+
+// PostgreSQL is unavailable when the PG's webhook comes: it answers 5xx, the
+// PG retries, and the retry confirms the order once.
+func TestWebhook_PostgresDown(t *testing.T) {
+	t.Parallel()
+	appDB, pgDB := storetest.MustOpenDB(t), storetest.MustOpenDB(t)
+	app := newTestAppPG(t, appDB, pgDB, storetest.MustOpenRedis(t))
+	c, _, o := app.checkout(t, "outage@example.com", "A-1-8")
+	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
+	u, _ := url.Parse(success)
+	key := u.Query().Get("paymentKey")
+
+	unblock := blockDatabase(t, appDB)
+	// The redirect never made it; the PG confirms (the money moves) and
+	// sends its webhook, which finds PostgreSQL down.
+	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, o.Amount); err != nil {
+		t.Fatal(err)
+	}
+	var attempts int
+	var lastError string
+	waitFor(t, "a webhook attempt answered 5xx", func() bool {
+		pgDB.Pool.QueryRow(context.Background(), `SELECT attempts, last_error FROM sandbox_pg_webhook WHERE payment_key = $1`, key).
+			Scan(&attempts, &lastError)
+		return attempts > 0
+	})
+	if !strings.Contains(lastError, "webhook answered 5") {
+		t.Fatalf("first attempt: %q, want a 5xx answer", lastError)
+	}
+	unblock()
+	waitFor(t, "the webhook delivered", func() bool {
+		var delivered bool
+		pgDB.Pool.QueryRow(context.Background(), `SELECT delivered_at IS NOT NULL FROM sandbox_pg_webhook WHERE payment_key = $1`, key).Scan(&delivered)
+		return delivered
+	})
+	if n := app.queryInt(t, `SELECT count(*) FROM payment WHERE order_id = $1 AND outcome = 'confirmed'`, o.OrderID); n != 1 {
+		t.Errorf("%d confirmed payments, want 1", n)
+	}
+	if n := app.queryInt(t, `SELECT count(*) FROM ticket WHERE order_id = $1`, o.OrderID); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+func wantErrorCode(t *testing.T, resp *http.Response, code string) {
+	t.Helper()
+	var body map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || body["error"] != code {
+		t.Errorf("error body %v (%v), want error %s", body, err, code)
+	}
+}
+
+func (a *testApp) queryInt(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := a.DB.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func (o orderAnswer) eventID(t *testing.T, a *testApp) int64 {
+	t.Helper()
+	var id int64
+	if err := a.DB.Pool.QueryRow(context.Background(), `SELECT event_id FROM orders WHERE id = $1`, o.OrderID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// waitFor polls cond every 20 ms for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// blockDatabase makes db's database refuse connections and ends the open
+// ones, which is what a PostgreSQL outage looks like to the app; the
+// returned function (also run when t ends) lets connections in again.
+func blockDatabase(t *testing.T, db *store.DB) func() {
+	t.Helper()
+	ctx := context.Background()
+	var name string
+	if err := db.Pool.QueryRow(ctx, `SELECT current_database()`).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := pgx.ParseConfig(storetest.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Database = "postgres"
+	admin, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	if _, err := admin.Exec(ctx, `ALTER DATABASE `+ident+` ALLOW_CONNECTIONS false`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	unblock := func() {
+		once.Do(func() {
+			if _, err := admin.Exec(ctx, `ALTER DATABASE `+ident+` ALLOW_CONNECTIONS true`); err != nil {
+				t.Errorf("unblock database: %v", err)
+			}
+			admin.Close(ctx)
+		})
+	}
+	t.Cleanup(unblock)
+	return unblock
+}

@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/labstack/echo/v4"
+)
+
+// handlePaymentSuccess handles GET /payments/success?paymentKey&orderId&amount,
+// the PG's redirect after the buyer authenticated: it confirms the payment
+// (the order's own amount is compared with the redirect's first) and answers
+// 303 to the order page, which shows the outcome. While the PG does not
+// answer, the order page shows the order pending and follows it until the
+// webhook or the reconciler settles it. JSON: {"order_id", "status",
+// "outcome"}. Errors: 400 for a malformed redirect or another order's
+// payment; 404 for an unknown order.
+func (s *Server) handlePaymentSuccess(c echo.Context) error {
+	q := c.Request().URL.Query()
+	orderID, paymentKey := q.Get("orderId"), q.Get("paymentKey")
+	amount, err := strconv.ParseInt(q.Get("amount"), 10, 64)
+	if err != nil || orderID == "" || paymentKey == "" {
+		return boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment link is incomplete.")
+	}
+	conf, err := s.Orders.Confirm(c.Request().Context(), orderID, paymentKey, &amount)
+	if boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
+		s.Logger.Warn("payment redirect: not settled yet", "order_id", orderID, "payment_key", paymentKey, "err", err)
+	} else if err != nil {
+		return err
+	}
+	if wantsJSON(c) {
+		if conf == nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"order_id": orderID, "status": conf.Order.Status, "outcome": conf.Outcome})
+	}
+	return c.Redirect(http.StatusSeeOther, "/orders/"+url.PathEscape(orderID))
+}
+
+// handlePaymentFail handles GET /payments/fail?code&message&orderId, the PG's
+// redirect when the buyer gave up or the authentication failed: the order
+// page, saying why (by the code; the message is not shown, as anyone can
+// write it into a link). Nothing changes: the order stays payable until it
+// expires.
+func (s *Server) handlePaymentFail(c echo.Context) error {
+	q := c.Request().URL.Query()
+	o, err := s.ownOrderByID(c.Request().Context(), q.Get("orderId"))
+	if err != nil {
+		return err
+	}
+	code := q.Get("code")
+	if code == "" {
+		code = "UNKNOWN"
+	}
+	return s.renderOrder(c, o, code)
+}
+
+// handleWebhook handles POST /payments/webhook, the PG's
+// PAYMENT_STATUS_CHANGED webhook. The body only names the payment: it is
+// looked up at the PG with the secret key and confirmed from that answer
+// (OrderService.ConfirmWebhook). Answers: 200 {"order_id", "status",
+// "outcome"} once handled, repeats included (and {"ignored": true} for a
+// payment of an order that is not ours, which no retry can change); 400 or
+// 413 for a body that is not a payment event; 401 when the PG does not know
+// the payment; 5xx while PostgreSQL or the PG do not answer, so that the PG
+// retries.
+func (s *Server) handleWebhook(c echo.Context) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, payment.MaxWebhookBytes+1))
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return err // the body limit: 413
+	} else if err != nil {
+		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The webhook body could not be read.")
+	}
+	ev, err := payment.ParseWebhook(body)
+	if err != nil {
+		return err
+	}
+	conf, err := s.Orders.ConfirmWebhook(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
+	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
+		s.Logger.Warn("webhook for an order that is not ours", "order_id", ev.Data.OrderID, "payment_key", ev.Data.PaymentKey)
+		return c.JSON(http.StatusOK, map[string]any{"ignored": true})
+	} else if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, map[string]any{"order_id": conf.Order.ID, "status": conf.Order.Status, "outcome": conf.Outcome})
+}

@@ -1,0 +1,597 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/jackc/pgx/v5"
+)
+
+// OutboxTopicOrderConfirmed is the outbox topic of a confirmed order; its
+// payload is an OrderConfirmedEvent.
+const OutboxTopicOrderConfirmed = "order.confirmed"
+
+// OrderConfirmedEvent is the outbox payload written with a confirmation, as
+// JSON, for notifications and statistics. Amount is in minor units.
+type OrderConfirmedEvent struct {
+	OrderID     string          `json:"order_id"`
+	EventID     int64           `json:"event_id"`
+	AccountID   int64           `json:"account_id"`
+	Amount      int64           `json:"amount"`
+	Currency    string          `json:"currency"`
+	PaymentKey  string          `json:"payment_key"`
+	Seats       []string        `json:"seats"`
+	Tickets     []TicketOfEvent `json:"tickets"`
+	ConfirmedAt time.Time       `json:"confirmed_at"`
+}
+
+// TicketOfEvent is a ticket in an OrderConfirmedEvent.
+type TicketOfEvent struct {
+	ID   string `json:"id"`
+	Seat string `json:"seat"`
+}
+
+// errPGUnavailable is the answer while the PG does not answer (or answers
+// that it cannot say yet): the caller retries later, and meanwhile the
+// reconciler does.
+var errPGUnavailable = boxoffice.Errorf(boxoffice.EUNAVAILABLE,
+	"The payment gateway did not answer. Your order will be settled as soon as it does.")
+
+// maxPaymentKey is the payment table's limit on a payment key.
+const maxPaymentKey = 200
+
+// Confirm is the one confirmation routine: the PG's success redirect, its
+// webhook (ConfirmWebhook) and the reconciler (Reconcile) all call it, any
+// number of times and concurrently, and one payment is counted once:
+//
+//  1. redirectAmount (the success redirect's amount, nil for the others) is
+//     compared with the order's own amount before anything else: if it
+//     differs, the PG is not asked, the order becomes FAILED
+//     (amount_mismatch) unless it is past that, and Outcome is "".
+//  2. A payment already recorded returns its recorded result (a pending
+//     refund is tried again first), except a rejected one, which is looked
+//     up again: if the PG has confirmed it since (another caller's confirm
+//     was under way), it is refunded.
+//  3. The PG is asked: a payable order's payment is confirmed (Toss's
+//     confirm with the order's own amount; its Idempotency-Key makes repeats
+//     harmless), then the payment is looked up and only that answer counts,
+//     never an amount from the browser or a webhook body.
+//  4. A payment the PG reports DONE for exactly the order's amount goes
+//     through one transaction (see confirmPayment): it is confirmed, or
+//     recorded refund_pending and then cancelled at the PG (refunded) when the
+//     seats were taken, the account's limit would be passed, the order was
+//     paid by another payment or had failed. A payment that was never
+//     confirmed is recorded rejected (its amount differs: the order fails;
+//     the card was refused: the order stays payable).
+//
+// Errors (nothing changed): ENOTFOUND for an unknown order; EBADREQUEST for a
+// malformed or unknown payment key, or a payment of another order;
+// EUNAVAILABLE while the PG does not answer or cannot tell yet; others when
+// PostgreSQL or Redis fail. A committed outcome is never an error: a refund
+// the PG has not confirmed yet is Outcome refund_pending.
+func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*boxoffice.Confirmation, error) {
+	if paymentKey == "" || len(paymentKey) > maxPaymentKey {
+		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
+	}
+	o, err := s.FindOrderByID(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	if redirectAmount != nil && *redirectAmount != o.Amount {
+		return s.failTampered(ctx, o, *redirectAmount)
+	}
+	if c, err := s.recorded(ctx, o, paymentKey); err != nil || c != nil {
+		return c, err
+	}
+	p, confirmErr, err := s.askPG(ctx, o, paymentKey)
+	if err != nil {
+		return nil, err
+	}
+	switch p.Status {
+	case payment.StatusDone:
+		if p.TotalAmount != o.Amount {
+			return s.refundUnsold(ctx, o, p, boxoffice.ReasonAmountMismatch,
+				fmt.Sprintf("the PG reports %d, the order is %d", p.TotalAmount, o.Amount))
+		}
+		return s.confirmPayment(ctx, o, p)
+	case payment.StatusCanceled, payment.StatusPartialCanceled:
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRefunded, "", "", false) // refunded by others
+	case payment.StatusAborted, payment.StatusExpired:
+		detail := p.Status
+		if p.Failure != nil {
+			detail = p.Failure.Code + ": " + p.Failure.Message
+		}
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, detail, false)
+	case payment.StatusWaitingForDeposit:
+		return s.result(ctx, o.ID, paymentKey) // not paid yet: nothing to record
+	}
+	// READY or IN_PROGRESS: authenticated, never confirmed.
+	switch {
+	case p.TotalAmount != o.Amount:
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAmountMismatch,
+			fmt.Sprintf("the payment is for %d, the order is %d", p.TotalAmount, o.Amount), true)
+	case o.Status == boxoffice.OrderConfirmed:
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAlreadyPaid, "", false)
+	case !o.Status.CanBecome(boxoffice.OrderConfirmed):
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonOrderClosed, string(o.Status), false)
+	case confirmErr == nil || payment.IsTemporary(confirmErr):
+		return nil, fmt.Errorf("%w (confirm: %v)", errPGUnavailable, confirmErr)
+	}
+	return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, confirmErr.Error(), false)
+}
+
+// ConfirmWebhook handles a PAYMENT_STATUS_CHANGED webhook that names
+// paymentKey and orderID. Webhooks carry no signature, so it trusts nothing
+// of the body: it looks the payment up at the PG with the secret key and
+// confirms what the PG says (Confirm, without a redirect amount).
+//
+// Errors: EUNAUTHORIZED when the PG does not know the payment or it belongs
+// to another order (a forged or mistaken webhook); EUNAVAILABLE while the PG
+// does not answer; and Confirm's (ENOTFOUND: not one of our orders).
+func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*boxoffice.Confirmation, error) {
+	if paymentKey == "" || len(paymentKey) > maxPaymentKey {
+		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
+	}
+	p, err := s.PG.GetPayment(ctx, paymentKey)
+	switch {
+	case payment.IsCode(err, payment.CodeNotFoundPayment):
+		return nil, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "The payment gateway does not know this payment.")
+	case payment.IsTemporary(err):
+		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
+	case err != nil:
+		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
+	case p.OrderID != orderID || p.PaymentKey != paymentKey:
+		return nil, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "The payment gateway reports this payment for another order.")
+	}
+	return s.Confirm(ctx, p.OrderID, p.PaymentKey, nil)
+}
+
+// failTampered moves the order to FAILED (amount_mismatch) because the
+// redirect's amount is not the order's, without asking the PG, unless the
+// order is past that (a confirmed order stays confirmed).
+func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, redirectAmount int64) (*boxoffice.Confirmation, error) {
+	_, err := s.DB.Pool.Exec(ctx, `
+		UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
+		WHERE id = $1 AND status = ANY($5)`,
+		o.ID, boxoffice.ReasonAmountMismatch, fmt.Sprintf("the redirect says %d, the order is %d", redirectAmount, o.Amount),
+		s.DB.Now(), boxoffice.OrderStatusesBefore(boxoffice.OrderFailed))
+	if err != nil {
+		return nil, fmt.Errorf("fail order %s: %w", o.ID, err)
+	}
+	o, err = s.FindOrderByID(ctx, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &boxoffice.Confirmation{Order: o}, nil
+}
+
+// recorded returns the recorded result of the payment (see settle), nil if
+// it has none or it was rejected: a rejected payment is looked up again,
+// since a confirm under way when it was rejected may have moved its money
+// since. Errors: EBADREQUEST for another order's payment.
+func (s *Orders) recorded(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Confirmation, error) {
+	var orderID string
+	var outcome boxoffice.PaymentOutcome
+	err := s.DB.Pool.QueryRow(ctx, `SELECT order_id, outcome FROM payment WHERE payment_key = $1`, paymentKey).
+		Scan(&orderID, &outcome)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
+	case orderID != o.ID:
+		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment is for another order.")
+	case outcome == boxoffice.PaymentRejected:
+		return nil, nil
+	}
+	return s.settle(ctx, o.ID, paymentKey)
+}
+
+// settle returns the recorded result of the payment, after trying its
+// refund again if it is still refund_pending.
+func (s *Orders) settle(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
+	c, err := s.result(ctx, orderID, paymentKey)
+	if err != nil || c.Outcome != boxoffice.PaymentRefundPending {
+		return c, err
+	}
+	if err := s.refund(ctx, paymentKey, c.Reason); err != nil {
+		return nil, err
+	}
+	return s.result(ctx, orderID, paymentKey)
+}
+
+// askPG confirms the payment at the PG if the order may still be paid, then
+// looks it up. It returns the PG's payment and the confirm's error (nil if
+// it succeeded or was not tried). Errors: EBADREQUEST (unknown payment, or
+// another order's); EUNAVAILABLE (the PG does not answer).
+func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey string) (*payment.Payment, error, error) {
+	var confirmErr error
+	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
+		// The answer may be a replay (the Idempotency-Key), stale or an
+		// error: the look-up below decides.
+		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Amount)
+	}
+	p, err := s.PG.GetPayment(ctx, paymentKey)
+	switch {
+	case payment.IsCode(err, payment.CodeNotFoundPayment):
+		return nil, nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "There is no such payment.")
+	case payment.IsTemporary(err):
+		return nil, nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
+	case p.OrderID != o.ID || p.PaymentKey != paymentKey:
+		return nil, nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment is for another order.")
+	}
+	return p, confirmErr, nil
+}
+
+// insertPayment records the PG's payment for the order with an outcome, and
+// reports false (changing nothing) when it is recorded already. A
+// transaction recording the same payment waits for this one to end.
+func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (payment_key) DO NOTHING`,
+		p.PaymentKey, orderID, p.TotalAmount, p.Status, outcome, reason, p.ApprovedAt, now)
+	if err != nil {
+		return false, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// insertDonePayment is insertPayment for a payment the PG reports DONE. If
+// the payment is recorded already as rejected (a caller looked it up while
+// another's confirm was still under way at the PG, and saw it not yet
+// confirmed), that record is wrong now that money moved: it becomes
+// refund_pending, for the caller to refund. It reports whether it inserted.
+func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
+	inserted, err := insertPayment(ctx, tx, orderID, p, outcome, reason, now)
+	if err != nil || inserted {
+		return inserted, err
+	}
+	_, err = tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
+		WHERE payment_key = $1 AND outcome = 'rejected'`, p.PaymentKey, p.Status, now)
+	if err != nil {
+		return false, fmt.Errorf("refund a rejected payment the PG confirmed: %w", err)
+	}
+	return false, nil
+}
+
+// recordUnconfirmed records a payment that sells nothing and needs no
+// refund (rejected: never confirmed; refunded: cancelled at the PG by
+// others). failOrder moves the order to FAILED with the reason; a payment
+// that failed at the PG (payment_failed) leaves a payable order payable and
+// notes why on it.
+func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
+	now := s.DB.Now()
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		inserted, err := insertPayment(ctx, tx, o.ID, p, outcome, reason, now)
+		if err != nil || !inserted {
+			return err
+		}
+		switch {
+		case failOrder:
+			_, err = tx.Exec(ctx, `
+				UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
+				WHERE id = $1 AND status = ANY($5)`,
+				o.ID, reason, detail, now, boxoffice.OrderStatusesBefore(boxoffice.OrderFailed))
+		case reason == boxoffice.ReasonPaymentFailed:
+			_, err = tx.Exec(ctx, `
+				UPDATE orders SET failure_code = $2, failure_message = $3, updated_at = $4
+				WHERE id = $1 AND status = ANY($5)`,
+				o.ID, reason, detail, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
+		}
+		if err != nil {
+			return fmt.Errorf("update order %s: %w", o.ID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.result(ctx, o.ID, p.PaymentKey)
+}
+
+// refundUnsold records a DONE payment that sells nothing as refund_pending
+// (failing a payable order, which cannot be paid by it), then cancels it at
+// the PG.
+func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *payment.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
+	now := s.DB.Now()
+	var inserted bool
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if inserted, err = insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRefundPending, reason, now); err != nil || !inserted {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
+			WHERE id = $1 AND status = ANY($5)`,
+			o.ID, reason, detail, now, boxoffice.OrderStatusesBefore(boxoffice.OrderFailed))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
+	}
+	return s.settle(ctx, o.ID, p.PaymentKey)
+}
+
+// confirmPayment runs the confirmation transaction for a payment the PG
+// reports DONE for exactly the order's amount:
+//
+//   - record the payment (payment_key UNIQUE: a repeat waits for the first
+//     and then returns its result; a record of it as rejected, made while
+//     this confirm was under way at the PG, turns into a refund);
+//   - lock the account's purchase_count row, then the order row, so that one
+//     account's confirmations run one at a time;
+//   - decide: the order must still be payable (not paid by another payment,
+//     failed or given up), the account's bought tickets plus these must stay
+//     within the event's limit, and, for a late payment (the order expired),
+//     no seat may be held in Redis by another account;
+//   - insert the sold_seat rows (UNIQUE per seat, in label order so that
+//     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
+//     back to a savepoint;
+//   - sold: move the order to CONFIRMED (a conditional UPDATE), count the
+//     tickets in purchase_count, issue them (random UUIDs), write the outbox
+//     row; not sold: record the payment refund_pending and move a payable
+//     order to REFUNDED with the reason.
+//
+// After the commit, a sale is marked in Redis (Holds.MarkSold ends every hold
+// on the seats) and a refund is asked of the PG.
+func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *payment.Payment) (*boxoffice.Confirmation, error) {
+	now := s.DB.Now()
+	labels := o.Seats()
+	var sold bool
+	var bought int
+	var reason string
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		// Recorded as not confirmed until decided below, in this transaction.
+		inserted, err := insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
+		if err != nil || !inserted {
+			return err
+		}
+		tickets, err := lockPurchases(ctx, tx, o.EventID, o.AccountID)
+		if err != nil {
+			return err
+		}
+		var status boxoffice.OrderStatus
+		var expiresAt time.Time
+		var limit int
+		// NO KEY UPDATE: the payment rows of other transactions hold KEY
+		// SHARE locks on the order (their foreign key), which FOR UPDATE
+		// would wait for while they wait for purchase_count: a deadlock.
+		err = tx.QueryRow(ctx, `
+			SELECT o.status, o.expires_at, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
+			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &expiresAt, &limit)
+		if err != nil {
+			return fmt.Errorf("lock order: %w", err)
+		}
+		var detail string
+		switch {
+		case status == boxoffice.OrderConfirmed:
+			reason = boxoffice.ReasonAlreadyPaid
+		case !status.CanBecome(boxoffice.OrderConfirmed):
+			reason, detail = boxoffice.ReasonOrderClosed, string(status)
+		case tickets+len(labels) > limit:
+			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
+		}
+		if reason == "" && (status == boxoffice.OrderExpired || !now.Before(expiresAt)) {
+			taken, err := s.heldByOthers(ctx, o.EventID, o.AccountID, labels)
+			if err != nil {
+				return err
+			}
+			if len(taken) > 0 {
+				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
+			}
+		}
+		if reason == "" {
+			taken, err := insertSoldSeats(ctx, tx, o, len(labels), now)
+			if err != nil {
+				return err
+			}
+			if len(taken) > 0 {
+				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", taken)
+			}
+		}
+		if reason != "" {
+			err = refundInTx(ctx, tx, o.ID, p.PaymentKey, status, reason, detail, now)
+		} else {
+			sold = true
+			bought, err = issueTickets(ctx, tx, o, p, now)
+		}
+		if err == nil && s.beforeCommit != nil {
+			s.beforeCommit(o.ID, p.PaymentKey)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("confirm payment %s of order %s: %w", p.PaymentKey, o.ID, err)
+	}
+	if sold {
+		if err := s.Holds.MarkSold(ctx, o.EventID, o.AccountID, labels, bought); err != nil {
+			s.logger().Warn("mark sold seats in Redis (the sold-seat cache reloads them)", "order_id", o.ID, "err", err)
+		}
+	}
+	return s.settle(ctx, o.ID, p.PaymentKey)
+}
+
+// insertSoldSeats inserts the order's sold_seat rows in label order, inside a
+// savepoint: if any seat is sold already, none is inserted and the taken
+// labels are returned.
+func insertSoldSeats(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, want int, now time.Time) ([]string, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("savepoint: %w", err)
+	}
+	defer sp.Rollback(ctx)
+	rows, err := sp.Query(ctx, `
+		INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
+		SELECT event_id, seat_label, order_id, $2, $3 FROM order_item WHERE order_id = $1
+		ORDER BY seat_label COLLATE "C"
+		ON CONFLICT DO NOTHING RETURNING seat_label`, o.ID, o.AccountID, now)
+	if err != nil {
+		return nil, fmt.Errorf("insert sold seats: %w", err)
+	}
+	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("insert sold seats: %w", err)
+	}
+	if len(inserted) == want {
+		return nil, sp.Commit(ctx)
+	}
+	got := make(map[string]bool, len(inserted))
+	for _, l := range inserted {
+		got[l] = true
+	}
+	var taken []string
+	for _, l := range o.Seats() {
+		if !got[l] {
+			taken = append(taken, l)
+		}
+	}
+	return taken, nil
+}
+
+// refundInTx decides, in the confirmation transaction, that a DONE payment
+// sells nothing: the payment becomes refund_pending with the reason, and a
+// payable order REFUNDED (an order that failed or was given up is refunded
+// too, keeping its first reason; a confirmed order stays confirmed).
+func refundInTx(ctx context.Context, tx pgx.Tx, orderID, paymentKey string, status boxoffice.OrderStatus, reason, detail string, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', reason = $2, updated_at = $3 WHERE payment_key = $1`,
+		paymentKey, reason, now)
+	if err != nil {
+		return fmt.Errorf("record refund: %w", err)
+	}
+	if !status.CanBecome(boxoffice.OrderRefunded) {
+		return nil
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE orders SET status = 'REFUNDED', updated_at = $4,
+			failure_code = CASE WHEN status = ANY($5) THEN $2 ELSE failure_code END,
+			failure_message = CASE WHEN status = ANY($5) THEN $3 ELSE failure_message END
+		WHERE id = $1 AND status = ANY($6)`,
+		orderID, reason, detail, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed),
+		boxoffice.OrderStatusesBefore(boxoffice.OrderRefunded))
+	if err != nil {
+		return fmt.Errorf("refund order: %w", err)
+	}
+	return nil
+}
+
+// issueTickets completes a sale in the confirmation transaction: the order
+// CONFIRMED, the account's tickets counted, the tickets issued, the payment
+// confirmed and the outbox row written. It returns the account's tickets for
+// the event in all.
+func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *payment.Payment, now time.Time) (int, error) {
+	tag, err := tx.Exec(ctx, `
+		UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
+		WHERE id = $1 AND status = ANY($3)`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
+	if err != nil {
+		return 0, fmt.Errorf("confirm order: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return 0, fmt.Errorf("confirm order: the locked order is not payable")
+	}
+	var bought int
+	err = tx.QueryRow(ctx, `UPDATE purchase_count SET tickets = tickets + $3 WHERE event_id = $1 AND account_id = $2 RETURNING tickets`,
+		o.EventID, o.AccountID, len(o.Items)).Scan(&bought)
+	if err != nil {
+		return 0, fmt.Errorf("count tickets: %w", err)
+	}
+	rows, err := tx.Query(ctx, `
+		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
+		SELECT gen_random_uuid(), order_id, event_id, seat_label, $2 FROM order_item WHERE order_id = $1
+		ORDER BY seat_label COLLATE "C"
+		RETURNING id::text, seat_label`, o.ID, now)
+	if err != nil {
+		return 0, fmt.Errorf("issue tickets: %w", err)
+	}
+	ev := OrderConfirmedEvent{
+		OrderID: o.ID, EventID: o.EventID, AccountID: o.AccountID, Amount: o.Amount, Currency: o.Currency,
+		PaymentKey: p.PaymentKey, Seats: o.Seats(), ConfirmedAt: now.UTC(),
+	}
+	if ev.Tickets, err = pgx.CollectRows(rows, pgx.RowToStructByPos[TicketOfEvent]); err != nil {
+		return 0, fmt.Errorf("issue tickets: %w", err)
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return 0, fmt.Errorf("outbox payload: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`,
+		OutboxTopicOrderConfirmed, payload, now); err != nil {
+		return 0, fmt.Errorf("write outbox: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`,
+		p.PaymentKey, now); err != nil {
+		return 0, fmt.Errorf("record confirmation: %w", err)
+	}
+	return bought, nil
+}
+
+// heldByOthers returns those of labels whose hold key in Redis belongs to
+// another account (one MGET; the keys share the event's hash tag). An expired
+// hold has no key.
+func (s *Orders) heldByOthers(ctx context.Context, eventID, accountID int64, labels []string) ([]string, error) {
+	keys := make([]string, len(labels))
+	for i, l := range labels {
+		keys[i] = s.Holds.lockKey(eventID, l)
+	}
+	vals, err := s.Holds.Redis.Client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read seat holds: %w", err)
+	}
+	me := strconv.FormatInt(accountID, 10)
+	var taken []string
+	for i, v := range vals {
+		if holder, ok := v.(string); ok && holder != me {
+			taken = append(taken, labels[i])
+		}
+	}
+	return taken, nil
+}
+
+// refund cancels a refund_pending payment at the PG (Idempotency-Key
+// cancel:<paymentKey>: repeats refund once) and records it refunded. While
+// the PG does not answer, or refuses, the payment stays refund_pending, for
+// Reconcile to try again and FindStuckOrders to show; that is not an error.
+func (s *Orders) refund(ctx context.Context, paymentKey, reason string) error {
+	_, err := s.PG.Cancel(ctx, paymentKey, "boxoffice: "+reason)
+	if err != nil && !payment.IsCode(err, payment.CodeAlreadyCanceledPayment) {
+		if payment.IsTemporary(err) {
+			s.logger().Warn("refund: the PG did not answer; the reconciler tries again", "payment_key", paymentKey, "err", err)
+			return nil
+		}
+		p, gerr := s.PG.GetPayment(ctx, paymentKey)
+		if gerr != nil || (p.Status != payment.StatusCanceled && p.Status != payment.StatusPartialCanceled) {
+			s.logger().Error("refund refused by the PG; the payment stays refund_pending", "payment_key", paymentKey, "err", err)
+			return nil
+		}
+	}
+	_, err = s.DB.Pool.Exec(ctx, `UPDATE payment SET outcome = 'refunded', status = $2, updated_at = $3
+		WHERE payment_key = $1 AND outcome = 'refund_pending'`, paymentKey, payment.StatusCanceled, s.DB.Now())
+	if err != nil {
+		return fmt.Errorf("record refund of %s: %w", paymentKey, err)
+	}
+	return nil
+}
+
+// result reads the order and the payment's recorded outcome, as every
+// caller for that payment sees them.
+func (s *Orders) result(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
+	o, err := s.FindOrderByID(ctx, orderID)
+	if err != nil {
+		return nil, err
+	}
+	c := &boxoffice.Confirmation{Order: o, PaymentKey: paymentKey}
+	err = s.DB.Pool.QueryRow(ctx, `SELECT outcome, reason FROM payment WHERE payment_key = $1 AND order_id = $2`,
+		paymentKey, orderID).Scan(&c.Outcome, &c.Reason)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read payment %s: %w", paymentKey, err)
+	}
+	return c, nil
+}

@@ -1,0 +1,629 @@
+package store_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store"
+)
+
+// Each of the sandbox's scenarios, paid and redirected back: how the order,
+// the payment and the PG end, once every webhook has been delivered.
+func TestOrders_Confirm_Scenarios(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 40)
+	tests := []struct {
+		scenario    string
+		status      boxoffice.OrderStatus
+		failure     string
+		outcome     boxoffice.PaymentOutcome
+		pgStatus    string
+		minWebhooks int // webhooks the sandbox delivers, each answered 200
+	}{
+		{payment.ScenarioDefault, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
+		{payment.ScenarioWebhookTwice, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 2},
+		{payment.ScenarioWebhookLate, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
+		{payment.ScenarioWebhookBeforeRedirect, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
+		{payment.ScenarioWebhookNever, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 0},
+		// The redirect's amount is not the order's: the PG is never asked to confirm.
+		{payment.ScenarioTamperAmount, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", payment.StatusInProgress, 0},
+		// Paid less (and redirected with that amount): never confirmed.
+		{payment.ScenarioPayLess, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", payment.StatusInProgress, 0},
+		// The card is refused at confirmation: the order stays payable.
+		{payment.ScenarioRejectCard, boxoffice.OrderPendingPayment, boxoffice.ReasonPaymentFailed, boxoffice.PaymentRejected, payment.StatusAborted, 1},
+	}
+	for i, tt := range tests {
+		name := tt.scenario
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			o := env.order(t, env.account(t), env.Event.R[i], env.Event.S[i])
+			key, amount := env.pay(t, o, tt.scenario)
+			c := env.mustRedirect(t, o.ID, key, amount)
+			env.SB.Wait()
+			got := env.findOrder(t, o.ID)
+			wantOrder(t, got, tt.status, tt.failure)
+			if c.Order.Status != got.Status || c.Outcome != tt.outcome {
+				t.Errorf("redirect's result: order %s, outcome %q; want %s, %q", c.Order.Status, c.Outcome, got.Status, tt.outcome)
+			}
+			if out, _ := env.outcome(t, key); out != tt.outcome {
+				t.Errorf("recorded outcome %q, want %q", out, tt.outcome)
+			}
+			if st := env.pgStatus(t, key); st != tt.pgStatus {
+				t.Errorf("PG status %s, want %s", st, tt.pgStatus)
+			}
+			wantTickets := 0
+			if tt.status == boxoffice.OrderConfirmed {
+				wantTickets = 2
+			}
+			if len(got.Tickets) != wantTickets {
+				t.Errorf("%d tickets, want %d", len(got.Tickets), wantTickets)
+			}
+			for _, tk := range got.Tickets {
+				if _, ok := boxoffice.VerifyTicketCode([]byte(ticketSecret), tk.Code, env.Event.ID, tk.Seat); !ok {
+					t.Errorf("ticket %s: code %q does not verify", tk.Seat, tk.Code)
+				}
+			}
+			calls := env.webhookCalls(key)
+			if len(calls) < tt.minWebhooks {
+				t.Errorf("%d webhooks handled, want at least %d", len(calls), tt.minWebhooks)
+			}
+			for _, w := range calls {
+				if w.status != http.StatusOK || w.result.Order.Status != got.Status || w.result.Outcome != tt.outcome {
+					t.Errorf("webhook answered %d with %s/%q, want 200 with %s/%q", w.status, w.result.Order.Status, w.result.Outcome, got.Status, tt.outcome)
+				}
+			}
+			if tt.status == boxoffice.OrderConfirmed {
+				if labels, _ := env.myHolds(t, o.AccountID); len(labels) != 0 {
+					t.Errorf("holds after the sale %v, want none", labels)
+				}
+			}
+		})
+	}
+
+	t.Run("PayAgainAfterRefusal", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.R[10])
+		key, amount := env.pay(t, o, payment.ScenarioRejectCard)
+		env.mustRedirect(t, o.ID, key, amount)
+		key, amount = env.pay(t, o, payment.ScenarioDefault)
+		c := env.mustRedirect(t, o.ID, key, amount)
+		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+	})
+	env.checkInvariants(t)
+}
+
+// The redirect and the webhook at the same instant, with the sandbox's own
+// webhook racing them too, 100 rounds: one confirmation, one set of
+// tickets, one outbox row, and every caller sees the same result.
+func TestOrders_Confirm_RedirectAndWebhookRace(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 100)
+	ctx := context.Background()
+	for round := range 100 {
+		o := env.order(t, env.account(t), env.Event.Labels[round])
+		key, amount := env.pay(t, o, payment.ScenarioDefault)
+		results := make([]*boxoffice.Confirmation, 2)
+		race(2, func(i int) {
+			var err error
+			if i == 0 {
+				results[i], err = env.redirect(o.ID, key, amount)
+			} else {
+				results[i], err = env.Orders.ConfirmWebhook(ctx, key, o.ID)
+			}
+			if err != nil {
+				t.Errorf("round %d, caller %d: %v", round, i, err)
+			}
+		})
+		env.SB.Wait()
+		for _, w := range env.webhookCalls(key) {
+			results = append(results, w.result)
+		}
+		for i, c := range results {
+			if c == nil || c.Outcome != boxoffice.PaymentConfirmed || c.Order.Status != boxoffice.OrderConfirmed ||
+				!slices.Equal(ticketIDs(c.Order), ticketIDs(results[0].Order)) || len(c.Order.Tickets) != 1 {
+				t.Fatalf("round %d: caller %d saw %+v, want confirmed with the same one ticket as the others", round, i, c)
+			}
+		}
+		if n := env.count(t, `SELECT count(*) FROM outbox WHERE payload->>'order_id' = $1`, o.ID); n != 1 {
+			t.Fatalf("round %d: %d outbox rows, want 1", round, n)
+		}
+	}
+	env.checkInvariants(t)
+}
+
+// Hundreds of callers for one payment at once, redirects and webhooks mixed,
+// several rounds: one confirmation.
+func TestOrders_Confirm_Storm(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	ctx := context.Background()
+	for round := range 2 {
+		o := env.order(t, env.account(t), env.Event.Labels[round], env.Event.Labels[10+round])
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		var mu sync.Mutex
+		tickets := map[string]int{}
+		race(200, func(i int) {
+			var c *boxoffice.Confirmation
+			var err error
+			if i%2 == 0 {
+				c, err = env.redirect(o.ID, key, amount)
+			} else {
+				c, err = env.Orders.ConfirmWebhook(ctx, key, o.ID)
+			}
+			if err != nil {
+				t.Errorf("caller %d: %v", i, err)
+				return
+			}
+			mu.Lock()
+			tickets[string(c.Order.Status)+" "+strings.Join(ticketIDs(c.Order), ",")]++
+			mu.Unlock()
+		})
+		if len(tickets) != 1 {
+			t.Fatalf("round %d: callers saw %d different results %v, want one", round, len(tickets), tickets)
+		}
+	}
+	env.checkInvariants(t)
+}
+
+// The same webhook ten times at once, and two webhooks (different createdAt)
+// for one payment, after the PG confirmed it: one confirmation.
+func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 40)
+	ctx := context.Background()
+
+	t.Run("TenAtOnce", func(t *testing.T) {
+		for round := range 5 {
+			o := env.order(t, env.account(t), env.Event.R[round])
+			key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+			p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+			if err != nil {
+				t.Fatal(err)
+			}
+			statuses := make([]int, 10)
+			at := time.Now()
+			race(len(statuses), func(i int) { statuses[i] = env.postWebhook(t, p, at) })
+			for i, st := range statuses {
+				if st != http.StatusOK {
+					t.Errorf("webhook %d answered %d, want 200", i, st)
+				}
+			}
+			wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+		}
+	})
+
+	t.Run("TwoEvents", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.S[0], env.Event.S[1])
+		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+		p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		race(2, func(i int) {
+			if st := env.postWebhook(t, p, time.Now().Add(time.Duration(i)*time.Minute)); st != http.StatusOK {
+				t.Errorf("webhook %d answered %d, want 200", i, st)
+			}
+		})
+		// A redelivery days later gets the same answer.
+		if st := env.postWebhook(t, p, time.Now().Add(72*time.Hour)); st != http.StatusOK {
+			t.Errorf("redelivery answered %d, want 200", st)
+		}
+		o = env.findOrder(t, o.ID)
+		wantOrder(t, o, boxoffice.OrderConfirmed, "")
+		if len(o.Tickets) != 2 {
+			t.Errorf("%d tickets, want 2", len(o.Tickets))
+		}
+	})
+
+	t.Run("Forged", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.S[5])
+		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+		for _, p := range []*payment.Payment{
+			{PaymentKey: "tsbx-no-such-payment", OrderID: o.ID},                         // unknown to the PG
+			{PaymentKey: key, OrderID: env.order(t, env.account(t), env.Event.S[6]).ID}, // another order's
+		} {
+			_, err := env.Orders.ConfirmWebhook(ctx, p.PaymentKey, p.OrderID)
+			wantError(t, err, boxoffice.EUNAUTHORIZED)
+		}
+		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
+		if st := env.pgStatus(t, key); st != payment.StatusInProgress {
+			t.Errorf("PG status %s after forged webhooks, want IN_PROGRESS", st)
+		}
+	})
+	env.checkInvariants(t)
+}
+
+// The webhook arrives while the redirect's transaction is open, before its
+// commit: it waits for that commit and returns the same result.
+func TestOrders_Confirm_WebhookBeforeCommit(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	ctx := context.Background()
+	o := env.order(t, env.account(t), env.Event.R[0])
+	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+
+	inTx, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	store.SetBeforeCommit(env.Orders, func(orderID, _ string) {
+		if orderID == o.ID {
+			once.Do(func() {
+				close(inTx)
+				<-release
+			})
+		}
+	})
+	redirected := make(chan *boxoffice.Confirmation)
+	go func() {
+		c, err := env.redirect(o.ID, key, amount)
+		if err != nil {
+			t.Errorf("redirect: %v", err)
+		}
+		redirected <- c
+	}()
+	<-inTx
+	webhooked := make(chan *boxoffice.Confirmation)
+	go func() {
+		c, err := env.Orders.ConfirmWebhook(ctx, key, o.ID)
+		if err != nil {
+			t.Errorf("webhook: %v", err)
+		}
+		webhooked <- c
+	}()
+	select {
+	case c := <-webhooked:
+		t.Fatalf("the webhook returned %+v while the redirect's transaction was open, want it to wait", c)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	r, w := <-redirected, <-webhooked
+	if r == nil || w == nil || r.Outcome != boxoffice.PaymentConfirmed || w.Outcome != r.Outcome ||
+		!slices.Equal(ticketIDs(r.Order), ticketIDs(w.Order)) || len(r.Order.Tickets) != 1 {
+		t.Fatalf("redirect %+v, webhook %+v: want both confirmed with the same ticket", r, w)
+	}
+	env.checkInvariants(t)
+}
+
+// The process handling the redirect dies after the PG confirmed and before
+// its transaction: the webhook, or the reconciler, finishes the order.
+func TestOrders_Confirm_CrashAfterPGConfirm(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	ctx := context.Background()
+	tests := []struct {
+		name     string
+		scenario string
+		finish   func(t *testing.T)
+	}{
+		{"Webhook", payment.ScenarioDefault, func(t *testing.T) { env.SB.Wait() }},
+		{"Reconciler", payment.ScenarioWebhookNever, func(t *testing.T) {
+			env.Clock.advance(store.DefaultReconcileGrace)
+			res, err := env.Orders.Reconcile(ctx)
+			if err != nil || res.Found < 1 || res.Failures != 0 {
+				t.Fatalf("Reconcile = %+v, %v; want the payment found and settled", res, err)
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := env.order(t, env.account(t), env.Event.R[i])
+			key, _ := env.pay(t, o, tt.scenario)
+			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Amount); err != nil { // the money moved; then the crash
+				t.Fatal(err)
+			}
+			wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
+			tt.finish(t)
+			got := env.findOrder(t, o.ID)
+			wantOrder(t, got, boxoffice.OrderConfirmed, "")
+			if out, _ := env.outcome(t, key); out != boxoffice.PaymentConfirmed || len(got.Tickets) != 1 {
+				t.Errorf("outcome %q with %d tickets, want confirmed with 1", out, len(got.Tickets))
+			}
+		})
+	}
+	env.checkInvariants(t)
+}
+
+// A payment that arrives after the order expired.
+func TestOrders_Confirm_Late(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	ctx := context.Background()
+	ev := env.Event
+
+	t.Run("SeatsFree", func(t *testing.T) {
+		o := env.order(t, env.account(t), ev.R[0], ev.R[1])
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		env.expire(t)
+		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderExpired, "")
+		c := env.mustRedirect(t, o.ID, key, amount)
+		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+		if c.Outcome != boxoffice.PaymentConfirmed || len(c.Order.Tickets) != 2 {
+			t.Errorf("outcome %q with %d tickets, want confirmed with 2", c.Outcome, len(c.Order.Tickets))
+		}
+	})
+
+	t.Run("SeatSoldMeanwhile", func(t *testing.T) {
+		late := env.order(t, env.account(t), ev.R[2], ev.R[3])
+		key, amount := env.pay(t, late, payment.ScenarioWebhookNever)
+		env.expire(t)
+		other := env.order(t, env.account(t), ev.R[3])
+		k2, a2 := env.pay(t, other, payment.ScenarioDefault)
+		before := env.mustRedirect(t, other.ID, k2, a2).Order
+
+		c := env.mustRedirect(t, late.ID, key, amount)
+		wantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+		if c.Outcome != boxoffice.PaymentRefunded || env.pgStatus(t, key) != payment.StatusCanceled {
+			t.Errorf("outcome %q, PG %s; want refunded, CANCELED", c.Outcome, env.pgStatus(t, key))
+		}
+		after := env.findOrder(t, other.ID)
+		wantOrder(t, after, boxoffice.OrderConfirmed, "")
+		if !slices.Equal(ticketIDs(after), ticketIDs(before)) || env.pgStatus(t, k2) != payment.StatusDone {
+			t.Errorf("the other buyer's order changed: tickets %v, were %v", ticketIDs(after), ticketIDs(before))
+		}
+		// The free seat of the refunded order was not sold either.
+		if n := env.count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1 AND seat_label = $2`, ev.ID, ev.R[2]); n != 0 {
+			t.Errorf("seat %s sold %d times, want 0", ev.R[2], n)
+		}
+		// Webhooks and repeats later keep the result.
+		if again := env.mustRedirect(t, late.ID, key, amount); again.Outcome != boxoffice.PaymentRefunded ||
+			again.Order.Status != boxoffice.OrderRefunded {
+			t.Errorf("repeat: %s/%q, want REFUNDED/refunded", again.Order.Status, again.Outcome)
+		}
+	})
+
+	t.Run("SeatHeldByAnother", func(t *testing.T) {
+		late := env.order(t, env.account(t), ev.S[0])
+		key, amount := env.pay(t, late, payment.ScenarioWebhookNever)
+		env.expire(t)
+		holder := env.account(t)
+		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: holder, Limit: limit, TTL: holdTTL}
+		if _, err := env.Holds.Hold(ctx, req, []string{ev.S[0]}); err != nil {
+			t.Fatal(err)
+		}
+		c := env.mustRedirect(t, late.ID, key, amount)
+		wantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+		if labels, _ := env.myHolds(t, holder); !slices.Equal(labels, []string{ev.S[0]}) {
+			t.Errorf("the holder's holds %v, want %v kept", labels, []string{ev.S[0]})
+		}
+	})
+	env.checkInvariants(t)
+}
+
+// Late payments of several accounts for the same seat, all at once, many
+// rounds: the seat is sold once, the other payments are refunded.
+func TestOrders_Confirm_LateSeatRace(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	const buyers = 10
+	for round := range 4 {
+		seat := env.Event.Labels[round]
+		type paid struct {
+			order  *boxoffice.Order
+			key    string
+			amount int64
+		}
+		var payments []paid
+		for range buyers {
+			o := env.order(t, env.account(t), seat)
+			key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+			env.expire(t)
+			payments = append(payments, paid{o, key, amount})
+		}
+		race(2*buyers, func(i int) { // each payment's redirect and webhook
+			p := payments[i%buyers]
+			var err error
+			if i < buyers {
+				_, err = env.redirect(p.order.ID, p.key, p.amount)
+			} else {
+				_, err = env.Orders.ConfirmWebhook(context.Background(), p.key, p.order.ID)
+			}
+			if err != nil {
+				t.Errorf("confirm %s: %v", p.key, err)
+			}
+		})
+		confirmed := 0
+		for _, p := range payments {
+			switch o := env.findOrder(t, p.order.ID); o.Status {
+			case boxoffice.OrderConfirmed:
+				confirmed++
+			case boxoffice.OrderRefunded:
+				if env.pgStatus(t, p.key) != payment.StatusCanceled {
+					t.Errorf("refunded order %s: PG %s, want CANCELED", o.ID, env.pgStatus(t, p.key))
+				}
+			default:
+				t.Errorf("order %s ended %s, want CONFIRMED or REFUNDED", o.ID, o.Status)
+			}
+		}
+		if confirmed != 1 {
+			t.Fatalf("round %d: %d orders confirmed for seat %s, want 1", round, confirmed, seat)
+		}
+	}
+	env.checkInvariants(t)
+}
+
+// Two payments for one order (two checkout tabs): one confirmation; the
+// other is never confirmed at the PG, or is refunded.
+func TestOrders_Confirm_TwoPayments(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 40)
+
+	t.Run("OneAfterTheOther", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.R[0])
+		k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
+		k2, a2 := env.pay(t, o, payment.ScenarioWebhookNever)
+		env.mustRedirect(t, o.ID, k1, a1)
+		c := env.mustRedirect(t, o.ID, k2, a2)
+		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+		if c.Outcome != boxoffice.PaymentRejected || c.Reason != boxoffice.ReasonAlreadyPaid {
+			t.Errorf("second payment: %q (%s), want rejected (already_paid)", c.Outcome, c.Reason)
+		}
+		if st := env.pgStatus(t, k2); st != payment.StatusInProgress {
+			t.Errorf("second payment at the PG: %s, want IN_PROGRESS (never confirmed)", st)
+		}
+	})
+
+	// The second payment was looked up (not confirmed yet: rejected) while a
+	// confirm of it was still under way at the PG, which then lands: its
+	// webhook turns the rejection into a refund.
+	t.Run("ConfirmedAfterRejection", func(t *testing.T) {
+		o := env.order(t, env.account(t), env.Event.S[0])
+		k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
+		k2, a2 := env.pay(t, o, payment.ScenarioDefault)
+		env.mustRedirect(t, o.ID, k1, a1)
+		if c := env.mustRedirect(t, o.ID, k2, a2); c.Outcome != boxoffice.PaymentRejected {
+			t.Fatalf("second payment: %q, want rejected", c.Outcome)
+		}
+		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Amount); err != nil { // the confirm under way lands
+			t.Fatal(err)
+		}
+		env.SB.Wait()
+		if out, reason := env.outcome(t, k2); out != boxoffice.PaymentRefunded || reason != boxoffice.ReasonAlreadyPaid ||
+			env.pgStatus(t, k2) != payment.StatusCanceled {
+			t.Errorf("second payment: %q (%s), PG %s; want refunded (already_paid), CANCELED", out, reason, env.pgStatus(t, k2))
+		}
+		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+	})
+
+	t.Run("AtOnce", func(t *testing.T) {
+		for round := range 15 {
+			o := env.order(t, env.account(t), env.Event.Labels[1+round])
+			k1, a1 := env.pay(t, o, payment.ScenarioDefault)
+			k2, a2 := env.pay(t, o, payment.ScenarioDefault)
+			race(4, func(i int) {
+				key, amount := k1, a1
+				if i%2 == 1 {
+					key, amount = k2, a2
+				}
+				if _, err := env.redirect(o.ID, key, amount); err != nil {
+					t.Errorf("redirect: %v", err)
+				}
+			})
+			env.SB.Wait()
+			wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+			kept := 0
+			for _, key := range []string{k1, k2} {
+				out, _ := env.outcome(t, key)
+				switch st := env.pgStatus(t, key); {
+				case out == boxoffice.PaymentConfirmed && st == payment.StatusDone:
+					kept++
+				case out == boxoffice.PaymentRefunded && st == payment.StatusCanceled,
+					out == boxoffice.PaymentRejected && st == payment.StatusInProgress:
+				default:
+					t.Errorf("round %d: payment %s: outcome %q, PG %s", round, key, out, st)
+				}
+			}
+			if kept != 1 {
+				t.Fatalf("round %d: %d payments kept, want 1", round, kept)
+			}
+		}
+	})
+	env.checkInvariants(t)
+}
+
+// The per-account limit at the database: one account with two payable
+// orders of 3 seats each (limit 5), both paid at once: one confirmed, the
+// other refunded.
+func TestOrders_Confirm_LimitAtDatabase(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 120)
+	ctx := context.Background()
+	for round := range 10 {
+		acct := env.account(t)
+		seats := env.Event.Labels[round*6 : round*6+6]
+		first := env.order(t, acct, seats[:3]...)
+		for _, l := range seats[:3] { // the holds go, the order stays payable
+			if err := env.Holds.Release(ctx, env.Event.ID, acct, l); err != nil {
+				t.Fatal(err)
+			}
+		}
+		second := env.order(t, acct, seats[3:]...)
+		k1, a1 := env.pay(t, first, payment.ScenarioDefault)
+		k2, a2 := env.pay(t, second, payment.ScenarioDefault)
+		race(2, func(i int) {
+			var err error
+			if i == 0 {
+				_, err = env.redirect(first.ID, k1, a1)
+			} else {
+				_, err = env.redirect(second.ID, k2, a2)
+			}
+			if err != nil {
+				t.Errorf("redirect: %v", err)
+			}
+		})
+		statuses := []boxoffice.OrderStatus{env.findOrder(t, first.ID).Status, env.findOrder(t, second.ID).Status}
+		slices.Sort(statuses)
+		if !slices.Equal(statuses, []boxoffice.OrderStatus{boxoffice.OrderConfirmed, boxoffice.OrderRefunded}) {
+			t.Fatalf("round %d: orders ended %v, want one CONFIRMED and one REFUNDED", round, statuses)
+		}
+		for _, o := range []*boxoffice.Order{env.findOrder(t, first.ID), env.findOrder(t, second.ID)} {
+			if o.Status == boxoffice.OrderRefunded && o.FailureCode != boxoffice.ReasonLimitExceeded {
+				t.Errorf("refunded order: failure %q, want limit_exceeded", o.FailureCode)
+			}
+		}
+		if n := env.count(t, `SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2`, env.Event.ID, acct); n != 3 {
+			t.Errorf("round %d: purchase_count %d, want 3", round, n)
+		}
+	}
+	env.checkInvariants(t)
+}
+
+// The reconciler finds payments the PG has and we never heard of.
+func TestOrders_Reconcile(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	ctx := context.Background()
+	ev := env.Event
+
+	// Authenticated, but the buyer's redirect never came.
+	lost := env.order(t, env.account(t), ev.R[0])
+	lostKey, _ := env.pay(t, lost, payment.ScenarioWebhookNever)
+	// Paid less, redirect lost.
+	less := env.order(t, env.account(t), ev.R[1])
+	lessKey, _ := env.pay(t, less, payment.ScenarioPayLess)
+	// Never paid.
+	unpaid := env.order(t, env.account(t), ev.R[2])
+	// Too young: the redirect may still come.
+	env.Clock.advance(store.DefaultReconcileGrace)
+	young := env.order(t, env.account(t), ev.R[3])
+	youngKey, _ := env.pay(t, young, payment.ScenarioWebhookNever)
+
+	res, err := env.Orders.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Checked != 3 || res.Found != 2 || res.Failures != 0 {
+		t.Errorf("Reconcile = %+v, want 3 checked, 2 found, no failures", res)
+	}
+	wantOrder(t, env.findOrder(t, lost.ID), boxoffice.OrderConfirmed, "")
+	wantOrder(t, env.findOrder(t, less.ID), boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch)
+	wantOrder(t, env.findOrder(t, unpaid.ID), boxoffice.OrderPendingPayment, "")
+	wantOrder(t, env.findOrder(t, young.ID), boxoffice.OrderPendingPayment, "")
+	if env.pgStatus(t, lostKey) != payment.StatusDone || env.pgStatus(t, lessKey) != payment.StatusInProgress ||
+		env.pgStatus(t, youngKey) != payment.StatusInProgress {
+		t.Errorf("PG statuses %s, %s, %s; want DONE, IN_PROGRESS, IN_PROGRESS",
+			env.pgStatus(t, lostKey), env.pgStatus(t, lessKey), env.pgStatus(t, youngKey))
+	}
+
+	// An order just asked about is not asked again before the recheck.
+	if res, _ := env.Orders.Reconcile(ctx); res.Checked != 0 {
+		t.Errorf("second Reconcile checked %d orders, want 0", res.Checked)
+	}
+	env.Clock.advance(store.DefaultReconcileRecheck)
+	if res, _ := env.Orders.Reconcile(ctx); res.Checked != 2 || res.Found != 1 {
+		t.Errorf("Reconcile after the recheck interval = %+v, want unpaid and young checked, young found", res)
+	}
+	wantOrder(t, env.findOrder(t, young.ID), boxoffice.OrderConfirmed, "")
+	// Long expired orders are left alone.
+	env.Clock.advance(store.DefaultReconcileLookback + boxoffice.DefaultPaymentWindow)
+	if res, _ := env.Orders.Reconcile(ctx); res.Checked != 0 {
+		t.Errorf("Reconcile of long expired orders checked %d, want 0", res.Checked)
+	}
+	env.checkInvariants(t)
+}

@@ -1,0 +1,435 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ boxoffice.OrderService = (*Orders)(nil)
+
+// PaymentGateway is the part of the PG that orders need: payment.Client
+// implements it against Toss Payments or the sandbox PG.
+type PaymentGateway interface {
+	Confirm(ctx context.Context, paymentKey, orderID string, amount int64) (*payment.Payment, error)
+	GetPayment(ctx context.Context, paymentKey string) (*payment.Payment, error)
+	GetPaymentByOrderID(ctx context.Context, orderID string) (*payment.Payment, error)
+	Cancel(ctx context.Context, paymentKey, reason string) (*payment.Payment, error)
+	CheckoutURL(orderID string, amount int64, orderName, successURL, failURL string) string
+}
+
+var _ PaymentGateway = (*payment.Client)(nil)
+
+// Defaults of the reconciler (Orders.Reconcile).
+const (
+	// DefaultReconcileGrace is how old an order must be before the
+	// reconciler asks the PG about it, so that the buyer's redirect comes first.
+	DefaultReconcileGrace = time.Minute
+	// DefaultReconcileRecheck is how long the reconciler waits before it
+	// asks the PG about the same order again.
+	DefaultReconcileRecheck = 2 * time.Minute
+	// DefaultReconcileLookback is how long after its expiry an order is still
+	// asked about: a payment confirmed at the PG whose commit was lost shows
+	// up within it.
+	DefaultReconcileLookback = time.Hour
+	// reconcileBatch bounds the orders and refunds one Reconcile handles.
+	reconcileBatch = 100
+	// expireBatch bounds the orders one ExpireOrders expires.
+	expireBatch = 500
+)
+
+// Orders keeps orders and their payments in PostgreSQL and implements
+// boxoffice.OrderService: checkout (CreateOrder), the one confirmation
+// routine (Confirm, ConfirmWebhook, Reconcile), the expiry of unpaid orders
+// (ExpireOrders) and the look-ups. Set the fields before first use; it is
+// safe for concurrent use by any number of goroutines and instances.
+type Orders struct {
+	DB    *DB
+	Holds *Holds
+	PG    PaymentGateway
+	// TicketSecret signs ticket codes (boxoffice.TicketCode): SESSION_SECRET.
+	TicketSecret []byte
+	// PaymentWindow is how long an order waits for its payment
+	// (boxoffice.DefaultPaymentWindow when 0), whole milliseconds.
+	PaymentWindow time.Duration
+	// SuccessURL and FailURL are where the PG sends the buyer back:
+	// BASE_URL/payments/success and BASE_URL/payments/fail.
+	SuccessURL, FailURL string
+	// Reconciler tuning; 0 means the Default* value.
+	ReconcileGrace, ReconcileRecheck, ReconcileLookback time.Duration
+	// Logger receives what the workers and the after-commit steps could
+	// not do (slog.Default when nil).
+	Logger *slog.Logger
+
+	// beforeCommit, when set (tests), runs inside the confirmation
+	// transaction just before it commits.
+	beforeCommit func(orderID, paymentKey string)
+}
+
+func (s *Orders) window() time.Duration {
+	if s.PaymentWindow > 0 {
+		return s.PaymentWindow
+	}
+	return boxoffice.DefaultPaymentWindow
+}
+
+func (s *Orders) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// newOrderID returns 128 random bits as 22 characters of base64url: an
+// orderId as Toss wants it (6 to 64 of [A-Za-z0-9_-]) that nobody can guess.
+func newOrderID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// orderName is the name the PG shows the buyer: the event's title and the
+// number of seats, at most 100 characters (Toss's limit).
+func orderName(title string, seats int) string {
+	suffix := fmt.Sprintf(" × %d", seats)
+	r := []rune(title)
+	if room := 100 - len([]rune(suffix)); len(r) > room {
+		r = append(r[:room-1], '…')
+	}
+	return string(r) + suffix
+}
+
+// CreateOrder makes an order of all the account's live holds for the event
+// (Holds.MyHolds) in one transaction: the order, PENDING_PAYMENT until now +
+// PaymentWindow, with one item per seat priced from the seat's grade in
+// PostgreSQL (never from the browser), its amount (the sum, minor units) and
+// the event's currency. The account's checkouts are serialised on its
+// purchase_count row, and a payable order of exactly the same seats is
+// returned again instead of a second one, so that a double click makes one
+// order. After commit the holds are extended to the order's expiry; if some
+// ended meanwhile, the order is CANCELLED (hold_lost).
+//
+// Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
+// (the event is not on sale or the sale has ended); ESEATTAKEN with
+// Details["seats"] (holds that ended before they could be extended); and
+// PostgreSQL's or Redis's (if the holds could not be extended, the order
+// stays payable and a retry returns it).
+func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*boxoffice.Order, error) {
+	labels, _, err := s.Holds.MyHolds(ctx, eventID, accountID)
+	if err != nil {
+		return nil, err
+	}
+	if len(labels) == 0 {
+		return nil, boxoffice.Errorf(boxoffice.ENOHOLDS, "You hold no seats for this event. Choose seats first.")
+	}
+	now := s.DB.Now()
+	var id string
+	var expiresAt time.Time
+	err = s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var title, status string
+		var saleEnds time.Time
+		err := tx.QueryRow(ctx, `SELECT title, status, sale_ends_at FROM event WHERE id = $1`, eventID).
+			Scan(&title, &status, &saleEnds)
+		if err != nil {
+			return notFound(err, "There is no such event.")
+		}
+		if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "This sale has ended.")
+		}
+		if _, err := lockPurchases(ctx, tx, eventID, accountID); err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, `
+			SELECT o.id, o.expires_at FROM orders o
+			WHERE o.account_id = $1 AND o.event_id = $2 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3
+			  AND (SELECT count(*) FROM order_item i WHERE i.order_id = o.id) = cardinality($4::text[])
+			  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_id = o.id AND NOT i.seat_label = ANY($4))
+			ORDER BY o.created_at DESC LIMIT 1`, accountID, eventID, now, labels).Scan(&id, &expiresAt)
+		if err == nil {
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("look up a payable order: %w", err)
+		}
+		id, expiresAt = newOrderID(), now.Add(s.window())
+		tag, err := tx.Exec(ctx, `
+			WITH items AS (
+				SELECT s.label, s.grade, g.price FROM event_seat s
+				JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
+				WHERE s.event_id = $2 AND s.label = ANY($4)
+			)
+			INSERT INTO orders (id, event_id, account_id, amount, currency, order_name, expires_at, created_at, updated_at)
+			SELECT $1, $2, $3, (SELECT sum(price) FROM items), e.currency, $5, $6, $7, $7
+			FROM event e WHERE e.id = $2 AND (SELECT count(*) FROM items) = cardinality($4::text[])`,
+			id, eventID, accountID, labels, orderName(title, len(labels)), expiresAt, now)
+		if err != nil {
+			return fmt.Errorf("insert order: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("insert order: held seats %v are not all seats of event %d", labels, eventID)
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO order_item (order_id, event_id, seat_label, grade, price)
+			SELECT $1, s.event_id, s.label, s.grade, g.price FROM event_seat s
+			JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
+			WHERE s.event_id = $2 AND s.label = ANY($3)`, id, eventID, labels)
+		if err != nil {
+			return fmt.Errorf("insert order items: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create order: %w", err)
+	}
+	err = s.Holds.ExtendHolds(ctx, eventID, accountID, labels, expiresAt.Sub(now).Truncate(time.Millisecond))
+	if boxoffice.ErrorCode(err) == boxoffice.ESEATTAKEN {
+		if _, cerr := s.DB.Pool.Exec(context.WithoutCancel(ctx), `
+			UPDATE orders SET status = 'CANCELLED', failure_code = $2, failure_message = $3, updated_at = $4
+			WHERE id = $1 AND status = ANY($5)`,
+			id, boxoffice.ReasonHoldLost, err.Error(), now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled)); cerr != nil {
+			s.logger().Error("cancel an order whose holds ended", "order_id", id, "err", cerr)
+		}
+		return nil, err
+	} else if err != nil {
+		return nil, err // Redis is down: the order stays, and a retry returns it
+	}
+	return s.FindOrderByID(ctx, id)
+}
+
+// lockPurchases takes the account's purchase_count row for the event
+// (creating it), FOR UPDATE: every checkout and confirmation of one account
+// and event is serialised on it. It returns the tickets the account bought.
+func lockPurchases(ctx context.Context, tx pgx.Tx, eventID, accountID int64) (int, error) {
+	_, err := tx.Exec(ctx, `INSERT INTO purchase_count (event_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, eventID, accountID)
+	if err != nil {
+		return 0, fmt.Errorf("purchase count: %w", err)
+	}
+	var tickets int
+	err = tx.QueryRow(ctx, `SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2 FOR UPDATE`, eventID, accountID).Scan(&tickets)
+	if err != nil {
+		return 0, fmt.Errorf("lock purchase count: %w", err)
+	}
+	return tickets, nil
+}
+
+// orderColumns are the columns scanOrder reads, from orders o JOIN event e.
+const orderColumns = `o.id, o.event_id, e.title, e.time_zone, o.account_id, o.status, o.amount, o.currency,
+       o.order_name, o.expires_at, o.failure_code, o.failure_message, o.created_at, o.updated_at, o.confirmed_at`
+
+const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.id = o.event_id`
+
+// scanOrder reads orderColumns, then extra destinations.
+func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
+	var o boxoffice.Order
+	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount, &o.Currency,
+		&o.Name, &o.ExpiresAt, &o.FailureCode, &o.FailureMessage, &o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	for _, t := range []*time.Time{&o.ExpiresAt, &o.CreatedAt, &o.UpdatedAt} {
+		*t = t.UTC()
+	}
+	if o.ConfirmedAt != nil {
+		t := o.ConfirmedAt.UTC()
+		o.ConfirmedAt = &t
+	}
+	return &o, nil
+}
+
+// FindOrderByID returns the order with its items (by section, row and
+// number) and tickets, each with its signed code. Errors: ENOTFOUND.
+func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
+	o, err := scanOrder(s.DB.Pool.QueryRow(ctx, orderQuery+` WHERE o.id = $1`, id))
+	if err != nil {
+		return nil, fmt.Errorf("find order: %w", notFound(err, "There is no such order."))
+	}
+	if err := s.loadDetails(ctx, []*boxoffice.Order{o}); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// FindOrders returns the account's orders, newest first, with their items
+// and tickets.
+func (s *Orders) FindOrders(ctx context.Context, accountID int64) ([]*boxoffice.Order, error) {
+	rows, err := s.DB.Pool.Query(ctx, orderQuery+` WHERE o.account_id = $1 ORDER BY o.created_at DESC, o.id`, accountID)
+	if err != nil {
+		return nil, fmt.Errorf("find orders of account %d: %w", accountID, err)
+	}
+	orders, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*boxoffice.Order, error) { return scanOrder(row) })
+	if err != nil {
+		return nil, fmt.Errorf("find orders of account %d: %w", accountID, err)
+	}
+	if err := s.loadDetails(ctx, orders); err != nil {
+		return nil, err
+	}
+	return orders, nil
+}
+
+// loadDetails fills the orders' items and tickets with two queries.
+func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) error {
+	if len(orders) == 0 {
+		return nil
+	}
+	byID := make(map[string]*boxoffice.Order, len(orders))
+	ids := make([]string, len(orders))
+	for i, o := range orders {
+		byID[o.ID], ids[i] = o, o.ID
+	}
+	rows, err := s.DB.Pool.Query(ctx, `
+		SELECT i.order_id, i.seat_label, i.grade, i.price FROM order_item i
+		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
+		WHERE i.order_id = ANY($1)
+		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+	if err != nil {
+		return fmt.Errorf("order items: %w", err)
+	}
+	var orderID string
+	var it boxoffice.OrderItem
+	_, err = pgx.ForEachRow(rows, []any{&orderID, &it.Seat, &it.Grade, &it.Price}, func() error {
+		o := byID[orderID]
+		o.Items = append(o.Items, it)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("order items: %w", err)
+	}
+	rows, err = s.DB.Pool.Query(ctx, `
+		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
+		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
+		WHERE t.order_id = ANY($1)
+		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+	if err != nil {
+		return fmt.Errorf("order tickets: %w", err)
+	}
+	var t boxoffice.Ticket
+	_, err = pgx.ForEachRow(rows, []any{&orderID, &t.ID, &t.EventID, &t.Seat}, func() error {
+		t.Code = boxoffice.TicketCode(s.TicketSecret, t)
+		o := byID[orderID]
+		o.Tickets = append(o.Tickets, t)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("order tickets: %w", err)
+	}
+	return nil
+}
+
+// CheckoutURL returns the PG's payment page for the order, with the
+// order's id, amount and name and the buyer's way back (SuccessURL, FailURL).
+func (s *Orders) CheckoutURL(o *boxoffice.Order) string {
+	return s.PG.CheckoutURL(o.ID, o.Amount, o.Name, s.SuccessURL, s.FailURL)
+}
+
+// ExpireOrders moves every PENDING_PAYMENT order whose expiry has passed
+// (DB.Now) to EXPIRED with a conditional UPDATE, at most 500 per call (rows
+// another instance is expiring are skipped), and then releases the holds of
+// their seats that the account still holds, except seats of another payable
+// order of the account. It returns the number of orders expired. A hold that
+// cannot be released ends by itself: checkout extended it to the expiry.
+func (s *Orders) ExpireOrders(ctx context.Context) (int, error) {
+	now := s.DB.Now()
+	rows, err := s.DB.Pool.Query(ctx, `
+		WITH due AS (
+			SELECT id FROM orders WHERE status = 'PENDING_PAYMENT' AND expires_at <= $1
+			ORDER BY expires_at LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED
+		)
+		UPDATE orders o SET status = 'EXPIRED', updated_at = $1
+		FROM due WHERE o.id = due.id AND o.status = ANY($2)
+		RETURNING o.id, o.event_id, o.account_id`, now, boxoffice.OrderStatusesBefore(boxoffice.OrderExpired), expireBatch)
+	if err != nil {
+		return 0, fmt.Errorf("expire orders: %w", err)
+	}
+	type expired struct {
+		id               string
+		event, accountID int64
+	}
+	var done []expired
+	var e expired
+	if _, err := pgx.ForEachRow(rows, []any{&e.id, &e.event, &e.accountID}, func() error {
+		done = append(done, e)
+		return nil
+	}); err != nil {
+		return 0, fmt.Errorf("expire orders: %w", err)
+	}
+	for _, e := range done {
+		if err := s.releaseHolds(ctx, e.id, e.event, e.accountID, now); err != nil {
+			s.logger().Warn("release the holds of an expired order", "order_id", e.id, "err", err)
+		}
+	}
+	return len(done), nil
+}
+
+// releaseHolds ends the account's holds on an expired order's seats, but not
+// on seats of another of its orders that is still payable.
+func (s *Orders) releaseHolds(ctx context.Context, orderID string, eventID, accountID int64, now time.Time) error {
+	rows, err := s.DB.Pool.Query(ctx, `
+		SELECT i.seat_label FROM order_item i WHERE i.order_id = $1 AND NOT EXISTS (
+			SELECT 1 FROM order_item j JOIN orders o ON o.id = j.order_id
+			WHERE o.account_id = $2 AND o.event_id = i.event_id AND j.seat_label = i.seat_label
+			  AND o.id <> $1 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3)`, orderID, accountID, now)
+	if err != nil {
+		return err
+	}
+	labels, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, l := range labels {
+		if err := s.Holds.Release(ctx, eventID, accountID, l); err != nil && boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
+			return err
+		}
+	}
+	return nil
+}
+
+// StuckOrder is an order an admin should look at, and why.
+type StuckOrder struct {
+	Order *boxoffice.Order
+	// Why: "expiry_overdue" (still PENDING_PAYMENT past its expiry: the
+	// expiry worker is behind or down) or "refund_pending" (a payment of it
+	// must be refunded and the PG has not confirmed the refund).
+	Why string
+}
+
+// FindStuckOrders lists up to limit orders that are not settled although
+// they should be, oldest first: orders still PENDING_PAYMENT past their
+// expiry, and orders with a payment whose refund the PG has not confirmed
+// (Reconcile retries those). Orders that the PG may hold an unknown payment
+// for are found by Reconcile, which asks the PG.
+func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error) {
+	rows, err := s.DB.Pool.Query(ctx, `SELECT `+orderColumns+`, w.why
+		FROM orders o JOIN event e ON e.id = o.event_id,
+		LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM payment p WHERE p.order_id = o.id AND p.outcome = 'refund_pending')
+		                     THEN 'refund_pending' ELSE 'expiry_overdue' END AS why) w
+		WHERE w.why = 'refund_pending' OR (o.status = 'PENDING_PAYMENT' AND o.expires_at < $1)
+		ORDER BY o.created_at, o.id LIMIT $2`, s.DB.Now(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("find stuck orders: %w", err)
+	}
+	defer rows.Close()
+	var out []StuckOrder
+	var orders []*boxoffice.Order
+	for rows.Next() {
+		var why string
+		o, err := scanOrder(rows, &why)
+		if err != nil {
+			return nil, fmt.Errorf("find stuck orders: %w", err)
+		}
+		out, orders = append(out, StuckOrder{Order: o, Why: why}), append(orders, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("find stuck orders: %w", err)
+	}
+	if err := s.loadDetails(ctx, orders); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store"
+)
+
+// checkout is the wiring of orders and payments: the PG client, the sandbox
+// PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
+// payment reconciler, outbox relay).
+type checkout struct {
+	orders  *store.Orders
+	relay   *store.OutboxRelay
+	sandbox *payment.Sandbox // nil unless PG_PROVIDER is sandbox
+}
+
+// newCheckout builds the orders store on the PG at PG_BASE_URL and, for
+// PG_PROVIDER sandbox, the sandbox PG (mounted by the server under
+// /sandbox-pg, sending its webhooks to BASE_URL/payments/webhook).
+func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
+	c := &checkout{
+		orders: &store.Orders{
+			DB: db, Holds: holds, PG: &payment.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey},
+			TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
+			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail", Logger: logger,
+		},
+		relay: &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
+	}
+	if cfg.PGProvider == payment.ProviderSandbox {
+		sb, err := payment.NewSandbox(payment.SandboxConfig{
+			Provider: cfg.PGProvider, Pool: db.Pool, SecretKey: cfg.PGSecretKey,
+			WebhookURL: cfg.BaseURL + "/payments/webhook", Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox PG: %w", err)
+		}
+		c.sandbox = sb
+	}
+	return c, nil
+}
+
+// sandboxHandler returns the sandbox PG to mount, or nil.
+func (c *checkout) sandboxHandler() http.Handler {
+	if c.sandbox == nil {
+		return nil
+	}
+	return c.sandbox
+}
+
+// start runs the workers in the group until stopping ends.
+func (c *checkout) start(stopping context.Context, workers *sync.WaitGroup) {
+	workers.Go(func() { c.orders.RunExpiry(stopping, 0) })
+	workers.Go(func() { c.orders.RunReconciler(stopping, 0) })
+	workers.Go(func() { c.relay.Run(stopping, 0) })
+}
+
+// close stops the sandbox's webhook deliveries; call it after the workers
+// ended and before the database closes.
+func (c *checkout) close(logger *slog.Logger) {
+	if c.sandbox != nil {
+		if err := c.sandbox.Close(); err != nil {
+			logger.Warn("close the sandbox PG", "err", err)
+		}
+	}
+}
