@@ -304,10 +304,12 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
 			return b.pay(ctx, payers[i], recs, &tot)
 		})
-		b.addStep(p, buyers)
-		for _, r := range []*Recorder{recs.orders, recs.pay, recs.confirm, recs.order} {
-			b.addStep(p, r)
+		for _, r := range []*Recorder{buyers, recs.orders, recs.pay, recs.confirm, recs.order} {
+			if r.Count() > 0 {
+				b.addStep(p, r)
+			}
 		}
+		b.ui.Done()
 		prof()
 	}
 
