@@ -70,17 +70,23 @@ func (s *Server) handleLogout(c echo.Context) error {
 }
 
 // startSession renews the session id (against session fixation) and stores
-// the account and a new random session key, which entry tokens are bound to.
+// the account and a session key, which entry tokens are bound to. The same
+// account logging in again in the same browser keeps its session key, so a
+// place in line or a turn at the seat map survives it; anyone else gets a
+// new random one.
 func (s *Server) startSession(ctx context.Context, a *boxoffice.Account) error {
+	same := s.Sessions.GetInt64(ctx, sessAccountID) == a.ID && s.Sessions.GetString(ctx, sessSessionKey) != ""
 	if err := s.Sessions.RenewToken(ctx); err != nil {
 		return fmt.Errorf("renew session: %w", err)
 	}
-	key := make([]byte, 16)
-	rand.Read(key)
 	s.Sessions.Put(ctx, sessAccountID, a.ID)
 	s.Sessions.Put(ctx, sessEmail, a.Email)
 	s.Sessions.Put(ctx, sessName, a.Name)
 	s.Sessions.Put(ctx, sessRole, a.Role)
-	s.Sessions.Put(ctx, sessSessionKey, hex.EncodeToString(key))
+	if !same {
+		key := make([]byte, 16)
+		rand.Read(key)
+		s.Sessions.Put(ctx, sessSessionKey, hex.EncodeToString(key))
+	}
 	return nil
 }

@@ -35,6 +35,16 @@ func (a *testApp) entryToken(t *testing.T, c *client, eventID int64) string {
 	return a.Srv.Sessions.GetString(ctx, fmt.Sprintf("entry:%d", eventID))
 }
 
+// sessionKey returns the session key ("sid") of the client's session.
+func (a *testApp) sessionKey(t *testing.T, c *client) string {
+	t.Helper()
+	ctx, err := a.Srv.Sessions.Load(context.Background(), a.session(t, c))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Srv.Sessions.GetString(ctx, "sid")
+}
+
 // putEntryToken writes token into the client's session, as a token copied
 // from elsewhere would be.
 func (a *testApp) putEntryToken(t *testing.T, c *client, eventID int64, token string) {
@@ -110,6 +120,21 @@ func TestEntry_Binding(t *testing.T) {
 	t.Run("OtherAccount", func(t *testing.T) {
 		app.putEntryToken(t, other, ev.ID, token)
 		wantNoEntry(t, other.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonNone)
+	})
+
+	t.Run("LogInAgainInTheSameBrowser", func(t *testing.T) {
+		// Logging in again keeps the turn: the session id changes, its
+		// session key (which the token is bound to) does not.
+		wantStatus(t, fan.do("POST", "/login", url.Values{"email": {"fan@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+		// Another account logging in in this browser does not inherit it.
+		shared := app.newClient(t)
+		wantStatus(t, shared.do("POST", "/login", url.Values{"email": {"fan@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		before := app.sessionKey(t, shared)
+		wantStatus(t, shared.do("POST", "/login", url.Values{"email": {"other@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		if after := app.sessionKey(t, shared); after == "" || after == before {
+			t.Error("another account logging in kept the first account's session key")
+		}
 	})
 
 	t.Run("StaleTokenInSession", func(t *testing.T) {

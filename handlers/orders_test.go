@@ -281,6 +281,13 @@ func TestPaymentSuccess_Tampered(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	c, _, o := app.checkout(t, "tamper@example.com", "A-1-6")
+	// A forged redirect with a payment the PG does not have for this order,
+	// from anyone who learnt the order id: refused, and nothing changes.
+	forged := fmt.Sprintf("/payments/success?orderId=%s&paymentKey=made-up&amount=5", o.OrderID)
+	wantStatus(t, app.newClient(t).do("GET", forged, nil, "Accept: application/json"), http.StatusBadRequest)
+	if got := testid(doc(t, c.do("GET", "/orders/"+o.OrderID, nil)), "order-status"); got == "Failed" {
+		t.Fatalf("a forged redirect failed the order")
+	}
 	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioTamperAmount)
 	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
 	page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil))

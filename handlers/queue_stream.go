@@ -206,6 +206,10 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-s.Stopping.Done():
+			// Shutting down: tell the browser to reconnect in a second
+			// (EventSource does), to this instance's successor or another.
+			io.WriteString(w, "retry: 1000\n\n")
+			w.Flush()
 			return nil
 		case <-heartbeat.C:
 			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {

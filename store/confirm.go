@@ -84,7 +84,7 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 		return nil, err
 	}
 	if redirectAmount != nil && *redirectAmount != o.Amount {
-		return s.failTampered(ctx, o, *redirectAmount)
+		return s.failTampered(ctx, o, paymentKey, *redirectAmount)
 	}
 	if c, err := s.recorded(ctx, o, paymentKey); err != nil || c != nil {
 		return c, err
@@ -153,10 +153,21 @@ func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string)
 }
 
 // failTampered moves the order to FAILED (amount_mismatch) because the
-// redirect's amount is not the order's, without asking the PG, unless the
-// order is past that (a confirmed order stays confirmed).
-func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, redirectAmount int64) (*boxoffice.Confirmation, error) {
-	_, err := s.DB.Pool.Exec(ctx, `
+// redirect's amount is not the order's, without a confirm call, unless the
+// order is past that (a confirmed order stays confirmed). The payment is
+// looked up first (GET /v1/payments/{paymentKey}, which moves no money): a
+// redirect whose payment the PG does not know for this order is anyone's
+// forgery and changes nothing (EBADREQUEST; EUNAVAILABLE while the PG does
+// not answer).
+func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, paymentKey string, redirectAmount int64) (*boxoffice.Confirmation, error) {
+	p, err := s.PG.GetPayment(ctx, paymentKey)
+	switch {
+	case err != nil && payment.IsTemporary(err):
+		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The payment gateway does not answer. Please try again in a moment.")
+	case err != nil || p.OrderID != o.ID:
+		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment does not belong to the order.")
+	}
+	_, err = s.DB.Pool.Exec(ctx, `
 		UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
 		WHERE id = $1 AND status = ANY($5)`,
 		o.ID, boxoffice.ReasonAmountMismatch, fmt.Sprintf("the redirect says %d, the order is %d", redirectAmount, o.Amount),
@@ -331,8 +342,8 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 //     account's confirmations run one at a time;
 //   - decide: the order must still be payable (not paid by another payment,
 //     failed or given up), the account's bought tickets plus these must stay
-//     within the event's limit, and, for a late payment (the order expired),
-//     no seat may be held in Redis by another account;
+//     within the event's limit, and no seat may be held in Redis by another
+//     account (the order's holds may have expired, been released or lost);
 //   - insert the sold_seat rows (UNIQUE per seat, in label order so that
 //     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
 //     back to a savepoint;
@@ -360,14 +371,13 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 			return err
 		}
 		var status boxoffice.OrderStatus
-		var expiresAt time.Time
 		var limit int
 		// NO KEY UPDATE: the payment rows of other transactions hold KEY
 		// SHARE locks on the order (their foreign key), which FOR UPDATE
 		// would wait for while they wait for purchase_count: a deadlock.
 		err = tx.QueryRow(ctx, `
-			SELECT o.status, o.expires_at, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
-			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &expiresAt, &limit)
+			SELECT o.status, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
+			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &limit)
 		if err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
@@ -380,7 +390,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 		case tickets+len(labels) > limit:
 			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
 		}
-		if reason == "" && (status == boxoffice.OrderExpired || !now.Before(expiresAt)) {
+		if reason == "" {
 			taken, err := s.heldByOthers(ctx, o.EventID, o.AccountID, labels)
 			if err != nil {
 				return err

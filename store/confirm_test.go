@@ -396,6 +396,36 @@ func TestOrders_Confirm_Late(t *testing.T) {
 	env.checkInvariants(t)
 }
 
+// A payment in time for an order whose seat the buyer released meanwhile,
+// and another account then held: the seat is not taken from the other
+// account; the payment is refunded.
+func TestOrders_Confirm_ReleasedSeatHeldByAnother(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 6)
+	ctx := context.Background()
+	ev := env.Event
+	buyer := env.account(t)
+	o := env.order(t, buyer, ev.R[0], ev.R[1])
+	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	if err := env.Holds.Release(ctx, ev.ID, buyer, ev.R[0]); err != nil {
+		t.Fatal(err)
+	}
+	holder := env.account(t)
+	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: holder, Limit: limit, TTL: holdTTL}
+	if _, err := env.Holds.Hold(ctx, req, []string{ev.R[0]}); err != nil {
+		t.Fatal(err)
+	}
+	c := env.mustRedirect(t, o.ID, key, amount)
+	wantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+	if labels, _ := env.myHolds(t, holder); !slices.Equal(labels, []string{ev.R[0]}) {
+		t.Errorf("the other account's holds %v, want %v kept", labels, []string{ev.R[0]})
+	}
+	if n := env.count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, ev.ID); n != 0 {
+		t.Errorf("%d seats sold, want 0", n)
+	}
+	env.checkInvariants(t)
+}
+
 // Late payments of several accounts for the same seat, all at once, many
 // rounds: the seat is sold once, the other payments are refunded.
 func TestOrders_Confirm_LateSeatRace(t *testing.T) {
