@@ -40,6 +40,19 @@ test: lint ## vet, every Go test with -race, and the browser tests
 e2e: generate ## the browser tests alone
 	@$(SERVICES) && $(E2E_DEPS) && $(GO) test -race -timeout $(TEST_TIMEOUT) -v -count=1 ./e2e/
 
+# flags of the load test, e.g. BENCH_FLAGS="-fans 2000 -quick" (see README.md)
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: build ## the load test: replay a sell-out against bin/boxoffice, report in bench-report/
+	$(GO) build -o bin/loadtest ./e2e/loadtest
+	@$(SERVICES) && ./bin/loadtest $(BENCH_FLAGS)
+
+.PHONY: bench-sse
+bench-sse: build ## the load test's SSE mode: 10,000 streams on one instance, report in bench-report/
+	$(GO) build -o bin/loadtest ./e2e/loadtest
+	@$(SERVICES) && ./bin/loadtest -mode sse $(BENCH_FLAGS)
+
 .PHONY: stop
 stop: ## stop the private PostgreSQL and Redis that make run or make test started
 	@if [ -f .data/postgres/db/postmaster.pid ]; then runuser -u postgres -- $$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/pg_ctl -D .data/postgres/db stop -m fast 2>/dev/null || pg_ctl -D .data/postgres/db stop -m fast; fi

@@ -26,6 +26,7 @@ type Config struct {
 	AdmissionTick time.Duration // ADMISSION_TICK: how often the admitter admits a batch
 	RateLimits    bool          // RATE_LIMITS: "on", or "off" for load tests from one address
 	PaymentWindow time.Duration // PAYMENT_WINDOW: how long an order waits for its payment
+	PprofAddr     string        // PPROF_ADDR: loopback host:port of the CPU/heap profiler, "" (off) by default
 }
 
 // Dev defaults of the secrets, refused when BASE_URL is https (a real site).
@@ -107,6 +108,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	default:
 		bad("RATE_LIMITS", "want on or off, got %q", v)
 	}
+	if c.PprofAddr = get("PPROF_ADDR", ""); c.PprofAddr != "" && !loopback(c.PprofAddr) {
+		bad("PPROF_ADDR", "want a loopback host:port such as 127.0.0.1:6060 (the profiler must not be reachable from outside), got %q", c.PprofAddr)
+	}
 	tick := get("ADMISSION_TICK", "1s")
 	if c.AdmissionTick, err = time.ParseDuration(tick); err != nil || c.AdmissionTick < 100*time.Millisecond || c.AdmissionTick > time.Minute {
 		bad("ADMISSION_TICK", "want a duration from 100ms to 1m such as 1s, got %q", tick)
@@ -128,7 +132,22 @@ func (c Config) LogAttrs() []any {
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
 		"payment_window", c.PaymentWindow.String(),
+		"pprof_addr", c.PprofAddr,
 	}
+}
+
+// loopback reports whether addr is host:port with a loopback host
+// (127.0.0.0/8, ::1 or localhost) and a port.
+func loopback(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // redact hides the password of a URL.

@@ -25,7 +25,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
 		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits ||
-		c.PaymentWindow != 10*time.Minute {
+		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -40,6 +40,9 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"PG_PROVIDER": "paypal"}, []string{"PG_PROVIDER"}},
 		{map[string]string{"PG_PROVIDER": "toss"}, []string{"PG_SECRET_KEY"}},
 		{map[string]string{"BASE_URL": "https://tickets.example"}, []string{"SESSION_SECRET"}},
+		{map[string]string{"PPROF_ADDR": "0.0.0.0:6060"}, []string{"PPROF_ADDR"}},
+		{map[string]string{"PPROF_ADDR": ":6060"}, []string{"PPROF_ADDR"}},
+		{map[string]string{"PPROF_ADDR": "10.0.0.1:6060"}, []string{"PPROF_ADDR"}},
 		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast", "RATE_LIMITS": "maybe"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK", "RATE_LIMITS"}},
 		{map[string]string{"PAYMENT_WINDOW": "1s"}, []string{"PAYMENT_WINDOW"}},
 		{map[string]string{"PAYMENT_WINDOW": "1h"}, []string{"PAYMENT_WINDOW"}},
@@ -54,6 +57,15 @@ func TestLoadConfig_Bad(t *testing.T) {
 			if !strings.Contains(err.Error(), name+":") {
 				t.Errorf("LoadConfig(%v) = %q, want it to name %s", tt.env, err, name)
 			}
+		}
+	}
+}
+
+func TestLoadConfig_PprofAddr(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:6060", "localhost:6060", "[::1]:6060", "127.0.0.9:0"} {
+		c, err := LoadConfig(env(map[string]string{"PPROF_ADDR": addr}))
+		if err != nil || c.PprofAddr != addr {
+			t.Errorf("LoadConfig(PPROF_ADDR=%s) = %q, %v; want it accepted", addr, c.PprofAddr, err)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -158,6 +159,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	fmt.Fprintf(stdout, "boxoffice is listening on %s (open %s)\n", ln.Addr(), cfg.BaseURL)
 
+	if cfg.PprofAddr != "" {
+		pln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("profiler: listen on %s: %w", cfg.PprofAddr, err)
+		}
+		defer serveProfiler(pln, logger).Close()
+	}
+
 	served := make(chan error, 1)
 	go func() { served <- httpServer.Serve(ln) }()
 	select {
@@ -174,6 +184,23 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// serveProfiler serves net/http/pprof's handlers (/debug/pprof/...) on ln,
+// a loopback listener of its own (PPROF_ADDR, checked by LoadConfig), never
+// on the site's listener: the load test (e2e/loadtest) takes CPU profiles of
+// the server through it. Close the returned server to stop it.
+func serveProfiler(ln net.Listener, logger *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	go srv.Serve(ln)
+	logger.Warn("the profiler is on: serving /debug/pprof/ on a loopback listener", "addr", ln.Addr().String())
+	return srv
 }
 
 // migrate applies the migrations and exits.

@@ -1,0 +1,486 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// Bench is one run against one server: the stores, the sale, the fans.
+type Bench struct {
+	cfg    Config
+	ui     *UI
+	srv    *Server
+	db     *store.DB
+	rdb    *redis.Client
+	sale   Sale
+	fans   []*Fan
+	client *http.Client
+	// observer is an extra fan who joins first and, once admitted, reloads
+	// the seat map for the fans' shared copy; admin steers admission.
+	observer, admin *Fan
+
+	joined   bool // the join storm ran: fans are in line
+	admitted bool // the waiting phase admitted fans
+	paid     bool // the buying phase had checkout and payment
+	soldOut  bool // every seat was sold
+	// streamsOpen counts the streams bench-sse opened.
+	streamsOpen int
+	profiles    map[string]string
+	profMu      sync.Mutex
+}
+
+// notAvailable is a phase's status when the binary lacks its endpoint.
+func notAvailable(route string) string {
+	return "not available (404): " + route + " is not on this binary"
+}
+
+// url returns the server's URL of the formatted path.
+func (b *Bench) url(format string, args ...any) string {
+	return b.srv.URL + fmt.Sprintf(format, args...)
+}
+
+// setUp is phase 1: a fresh database seeded with the demo, the fans'
+// accounts (COPY) and the server started, then the fans' sessions written
+// into its Redis (the bench-only path, setup.go).
+func setUp(ctx context.Context, cfg Config, ui *UI, rdb *redis.Client) (*Bench, *Phase, error) {
+	p := newPhase("1. Set-up")
+	b := &Bench{cfg: cfg, ui: ui, rdb: rdb, client: newClient(cfg.Conns), profiles: map[string]string{}}
+	dsn, err := newDatabase(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, err
+	}
+	if b.db, err = store.OpenDB(ctx, dsn); err != nil {
+		return nil, nil, err
+	}
+	t := time.Now()
+	if b.sale, err = seed(ctx, b.db); err != nil {
+		return b, nil, err
+	}
+	p.figure("database", fmt.Sprintf("migrated and seeded with the demo in %.1f s; event %d at the Inspire Arena, %d seats, limit %d per account",
+		time.Since(t).Seconds(), b.sale.EventID, b.sale.Seats, b.sale.Limit), 0)
+	t = time.Now()
+	all, err := createFans(ctx, b.db, cfg.Fans+1)
+	if err != nil {
+		return b, nil, err
+	}
+	b.fans, b.observer = all[:cfg.Fans], all[cfg.Fans]
+	d := time.Since(t)
+	p.figure("accounts", fmt.Sprintf("%d accounts in %.2f s with one COPY (%.0f/s), one shared bcrypt hash", len(all), d.Seconds(), float64(len(all))/d.Seconds()), float64(len(all))/d.Seconds())
+
+	prefix := "bench:" + randomHex(4) + ":"
+	env := []string{"ADMISSION_TICK=" + cfg.AdmissionTick.String()}
+	if b.srv, err = startServer(ctx, absPath(cfg.Binary), dsn, cfg.RedisURL, prefix, cfg.Profile, filepath.Join(cfg.Out, "server.log"), env...); err != nil {
+		return b, nil, err
+	}
+	t = time.Now()
+	if err := writeSessions(ctx, rdb, prefix, all, boxoffice.RoleFan); err != nil {
+		return b, nil, err
+	}
+	d = time.Since(t)
+	p.figure("sessions", fmt.Sprintf("%d logged-in sessions written into Redis in %.2f s (%.0f/s), in scs's format", len(all), d.Seconds(), float64(len(all))/d.Seconds()), float64(len(all))/d.Seconds())
+	b.admin = &Fan{ID: b.sale.AdminID, Email: "admin"}
+	if err := writeSessions(ctx, rdb, prefix, []*Fan{b.admin}, boxoffice.RoleAdmin); err != nil {
+		return b, nil, err
+	}
+	// The sessions must work: the home page as a fan names the fan's e-mail.
+	a, err := call(ctx, b.client, http.MethodGet, b.url("/"), b.fans[0], nil)
+	if err != nil || a.Status != http.StatusOK {
+		return b, nil, fmt.Errorf("a bench session does not work: GET / answered %v %v", a.Status, err)
+	}
+	rss, _, _ := memory(b.srv.Pid())
+	p.figure("server", fmt.Sprintf("pid %d at %s, RSS %.1f MiB after start-up", b.srv.Pid(), b.srv.URL, mib(rss)), float64(rss))
+	b.endPhase(p)
+	return b, p, nil
+}
+
+// close stops the server and, unless -keep, drops the database and the
+// server's Redis keys.
+func (b *Bench) close(ctx context.Context) error {
+	var errs []error
+	if b.srv != nil {
+		if err := b.srv.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("server: %w", err))
+		}
+	}
+	if b.db != nil {
+		dsn := b.db.Pool.Config().ConnString()
+		b.db.Close()
+		if !b.cfg.Keep {
+			if err := dropDatabase(ctx, dsn); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if b.srv != nil && !b.cfg.Keep {
+		iter := b.rdb.Scan(ctx, 0, b.srv.RedisPrefix+"*", 5000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			if keys = append(keys, iter.Val()); len(keys) == 5000 {
+				b.rdb.Unlink(ctx, keys...)
+				keys = keys[:0]
+			}
+		}
+		if len(keys) > 0 {
+			b.rdb.Unlink(ctx, keys...)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("clean-up: %v", errs)
+	}
+	return nil
+}
+
+// phase starts a phase: the server's peak memory is measured from here.
+func (b *Bench) phase(name string) *Phase {
+	if b.srv != nil {
+		resetPeak(b.srv.Pid())
+	}
+	b.ui.Logf("%s", name)
+	return newPhase(name)
+}
+
+// endPhase records the phase's length and the server's peak memory in it.
+func (b *Bench) endPhase(p *Phase) {
+	p.Seconds = time.Since(p.start).Seconds()
+	if b.srv != nil {
+		_, p.PeakRSS, _ = memory(b.srv.Pid())
+	}
+	if p.Status == "" {
+		p.Status = "ran"
+	}
+	b.ui.Logf("  %s (%.1f s)", p.Status, p.Seconds)
+}
+
+// addStep adds a finished step's figures to p.
+func (b *Bench) addStep(p *Phase, rec *Recorder) Stats {
+	b.ui.Done()
+	st := rec.Stats()
+	st.Offset = rec.start.Sub(p.start).Seconds()
+	p.Steps = append(p.Steps, st)
+	b.ui.Logf("  %-60s %8d req %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d", st.Name, st.Requests, st.Rate, st.P50, st.P99, st.Requests-st.OK)
+	return st
+}
+
+// startProfile takes a CPU profile of the server named name for d in the
+// background; the returned function waits for it and returns its file
+// ("" when profiling is off or failed).
+func (b *Bench) startProfile(ctx context.Context, name string, d time.Duration) func() string {
+	if !b.cfg.Profile || b.srv.PprofURL == "" {
+		return func() string { return "" }
+	}
+	path := filepath.Join(b.cfg.Out, "profiles", name+".pb.gz")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	done := make(chan string, 1)
+	go func() {
+		if err := b.srv.cpuProfile(ctx, d, path); err != nil {
+			b.ui.Logf("  profile %s: %v", name, err)
+			done <- ""
+			return
+		}
+		done <- path
+	}()
+	return func() string {
+		p := <-done
+		b.profMu.Lock()
+		b.profiles[name] = p
+		b.profMu.Unlock()
+		return p
+	}
+}
+
+// joinStorm is phase 2: every fan joins at once, closed loop (the peak
+// rate), then open loops at the fixed offered rates, in which fans join
+// again (joining again keeps the place, CONTRACT.md).
+func (b *Bench) joinStorm(ctx context.Context) *Phase {
+	p := b.phase("2. Join storm")
+	defer b.endPhase(p)
+	u := b.url("/events/%d/queue", b.sale.EventID)
+	// The observer joins first, so that it is admitted in the first batch.
+	a, err := call(ctx, b.client, http.MethodPost, u, b.observer, url.Values{})
+	switch {
+	case err != nil:
+		p.Status = "failed: the first join: " + errKind(err)
+		return p
+	case missing(a):
+		p.Status = notAvailable("POST /events/{id}/queue")
+		return p
+	case a.Status != http.StatusOK:
+		p.Status = "failed: the first join answered " + kind(a, nil, http.StatusOK)
+		return p
+	}
+	b.joined = true
+	n := len(b.fans)
+	join := func(ctx context.Context, i int) string {
+		a, err := call(ctx, b.client, http.MethodPost, u, b.fans[i%n], url.Values{})
+		return kind(a, err, http.StatusOK)
+	}
+	est := min(max(time.Duration(float64(n)/5000*float64(time.Second)), time.Second), 10*time.Second)
+	prof := b.startProfile(ctx, "joins-closed-loop", est)
+	rec := newRecorder(fmt.Sprintf("closed loop, %d connections: each fan joins once", b.cfg.Conns), b.ui.Bar("join storm: closed loop", int64(n)))
+	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), rec, join)
+	st := b.addStep(p, rec)
+	prof()
+	p.figure("joined", fmt.Sprintf("%d of %d fans have a place", st.OK, n), float64(st.OK))
+	for _, rate := range b.cfg.Rates {
+		prof := b.startProfile(ctx, fmt.Sprintf("joins-open-loop-%d", rate), b.cfg.OpenDuration)
+		rec := newRecorder(fmt.Sprintf("open loop, %d/s offered: fans join again", rate),
+			b.ui.Bar(fmt.Sprintf("join storm: open loop at %d/s", rate), int64(float64(rate)*b.cfg.OpenDuration.Seconds())))
+		OpenLoop(ctx, float64(rate), b.cfg.OpenDuration, b.cfg.MaxInFlight, rec, join)
+		b.addStep(p, rec)
+		prof()
+	}
+	return p
+}
+
+// setAdmission sets the sale's admission through the admin's POST
+// /admin/events/{id}/admission, or, on a binary without that route,
+// directly in the database (the admitter reads the event each tick). It
+// returns which way it took.
+func (b *Bench) setAdmission(ctx context.Context, paused bool, rate int) (string, error) {
+	form := url.Values{"paused": {strconv.FormatBool(paused)}, "rate": {strconv.Itoa(rate)}}
+	a, err := call(ctx, b.client, http.MethodPost, b.url("/admin/events/%d/admission", b.sale.EventID), b.admin, form)
+	if err != nil {
+		return "", fmt.Errorf("POST /admin/events/%d/admission: %w", b.sale.EventID, err)
+	}
+	if a.Status < 300 {
+		return "through POST /admin/events/{id}/admission", nil
+	}
+	if !missing(a) {
+		return "", fmt.Errorf("POST /admin/events/%d/admission answered %s", b.sale.EventID, kind(a, nil, http.StatusOK))
+	}
+	_, err = b.db.Pool.Exec(ctx, `UPDATE event SET admission_paused = $2, admission_rate = $3, updated_at = now() WHERE id = $1`, b.sale.EventID, paused, rate)
+	if err != nil {
+		return "", fmt.Errorf("set admission in the database: %w", err)
+	}
+	return "directly in the database (POST /admin/events/{id}/admission is not on this binary)", nil
+}
+
+// admissionTimes reads when each fan was admitted, from the event's live
+// entry tokens in Redis (store.Queue: entry:live:{e}, account -> the token's
+// expiry in Unix ms on Redis's clock, set to the admission time plus the
+// token TTL).
+func (b *Bench) admissionTimes(ctx context.Context) (map[int64]time.Time, error) {
+	zs, err := b.rdb.ZRangeWithScores(ctx, fmt.Sprintf("%sentry:live:{%d}", b.srv.RedisPrefix, b.sale.EventID), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read admissions: %w", err)
+	}
+	out := make(map[int64]time.Time, len(zs))
+	for _, z := range zs {
+		id, err := strconv.ParseInt(fmt.Sprint(z.Member), 10, 64)
+		if err != nil {
+			continue
+		}
+		out[id] = time.UnixMilli(int64(z.Score)).Add(-b.sale.TokenTTL)
+	}
+	return out, nil
+}
+
+// position is the part of the join and status answers the bench reads.
+type position struct {
+	Status   string `json:"status"`
+	Position int    `json:"position"`
+}
+
+// waiting is phase 3: admission is let go at the set rate while fans poll
+// their position as fast as C connections allow (each fan in turn, until
+// the poll shows them admitted) and a sample of fans follows the SSE stream
+// instead. Measured: the polls, admissions per second against the set
+// rate, and the delay from each fan's admission to the first poll or
+// fragment that shows it.
+func (b *Bench) waiting(ctx context.Context) *Phase {
+	p := b.phase("3. Waiting")
+	defer b.endPhase(p)
+	if !b.joined {
+		p.Status = "not available: nobody is in line (the join storm did not run)"
+		return p
+	}
+	id, n := b.sale.EventID, len(b.fans)
+	statusURL, streamURL := b.url("/events/%d/queue/status", id), b.url("/events/%d/queue/stream", id)
+	a, err := call(ctx, b.client, http.MethodGet, statusURL, b.fans[0], nil)
+	if err != nil {
+		p.Status = "failed: GET /events/{id}/queue/status: " + errKind(err)
+		return p
+	}
+	polls := !missing(a)
+	if !polls {
+		p.note(notAvailable("GET /events/{id}/queue/status"))
+	}
+
+	// The stream sample, spread over the line, connected before admission.
+	sample := min(b.cfg.StreamSample, n/2)
+	streamed := make([]bool, n)
+	streams := make([]*Stream, 0, sample)
+	sctx, stopStreams := context.WithCancel(ctx)
+	defer stopStreams()
+	var open, following sync.WaitGroup
+	sc := streamClient(1)
+	for k := range sample {
+		i := k * n / sample
+		streamed[i] = true
+		s := &Stream{Fan: i}
+		streams = append(streams, s)
+		open.Add(1)
+		following.Go(func() { follow(sctx, sc, streamURL, b.fans[i], s, open.Done) })
+	}
+	open.Wait()
+	streamOK := 0
+	for _, s := range streams {
+		if s.Err == "" {
+			streamOK++
+		}
+	}
+	if sample > 0 && streamOK == 0 {
+		p.note(fmt.Sprintf("SSE: no stream opened (first: %s); GET /events/{id}/queue/stream is not available", streams[0].Err))
+	}
+	if !polls && streamOK == 0 {
+		p.Status = notAvailable("GET /events/{id}/queue/status and /queue/stream")
+		return p
+	}
+
+	how, err := b.setAdmission(ctx, false, b.cfg.AdmitRate)
+	if err != nil {
+		p.Status = "failed: " + err.Error()
+		return p
+	}
+	t0 := time.Now()
+	p.note(fmt.Sprintf("admission let go at %d fans/s on %v ticks, %s", b.cfg.AdmitRate, b.cfg.AdmissionTick, how))
+	deadline := t0.Add(b.cfg.WaitTimeout)
+
+	seen := make([]atomic.Int64, n) // Unix ns when a poll first showed the fan admitted
+	var remaining atomic.Int64
+	remaining.Store(int64(n - sample))
+	var turn atomic.Int64
+	next := func() (int, bool) {
+		for {
+			if remaining.Load() <= 0 || time.Now().After(deadline) || ctx.Err() != nil {
+				return 0, false
+			}
+			i := int((turn.Add(1) - 1) % int64(n))
+			if !streamed[i] && seen[i].Load() == 0 {
+				return i, true
+			}
+		}
+	}
+	poll := func(ctx context.Context, i int) string {
+		a, err := call(ctx, b.client, http.MethodGet, statusURL, b.fans[i], nil)
+		k := kind(a, err, http.StatusOK)
+		var pos position
+		if k == kindOK && json.Unmarshal(a.Body, &pos) == nil && pos.Status == "admitted" && seen[i].CompareAndSwap(0, time.Now().UnixNano()) {
+			remaining.Add(-1)
+		}
+		return k
+	}
+	if polls {
+		est := min(max(time.Duration(float64(n)/float64(b.cfg.AdmitRate)*float64(time.Second)), time.Second), 10*time.Second)
+		prof := b.startProfile(ctx, "polls", est)
+		rec := newRecorder(fmt.Sprintf("position polls, closed loop, %d connections", b.cfg.Conns), b.ui.Bar("waiting: position polls", -1))
+		ClosedLoop(ctx, b.cfg.Conns, next, rec, poll)
+		b.addStep(p, rec)
+		prof()
+	}
+	// The streams end at admission; wait for the last ones.
+	streamsDone := make(chan struct{})
+	go func() { following.Wait(); close(streamsDone) }()
+	select {
+	case <-streamsDone:
+	case <-time.After(time.Until(deadline.Add(5 * time.Second))):
+	case <-ctx.Done():
+	}
+	stopStreams()
+	<-streamsDone
+
+	adm, err := b.admissionTimes(ctx)
+	if err != nil {
+		p.Status = "failed: " + err.Error()
+		return p
+	}
+	b.reportAdmissions(p, adm, t0)
+	var pollDelays, streamDelays []time.Duration
+	streamErrs := map[string]int{}
+	positions := 0
+	for i, f := range b.fans {
+		at, ok := adm[f.ID]
+		if s := seen[i].Load(); ok && s != 0 {
+			pollDelays = append(pollDelays, max(time.Unix(0, s).Sub(at), 0))
+		}
+	}
+	for _, s := range streams {
+		positions += s.Positions
+		if s.Err != "" {
+			streamErrs[s.Err]++
+			continue
+		}
+		if at, ok := adm[b.fans[s.Fan].ID]; ok && !s.Admitted.IsZero() {
+			streamDelays = append(streamDelays, max(s.Admitted.Sub(at), 0))
+		}
+	}
+	if polls {
+		d := delayStats(pollDelays)
+		p.delay("admission to the poll that shows it", d)
+		p.note(fmt.Sprintf("position polls: %d of %d polling fans saw their admission; each fan is polled in turn, so this delay is about one round of all waiting fans", d.N, n-sample))
+	}
+	if sample > 0 {
+		d := delayStats(streamDelays)
+		p.delay("admission to the SSE \"admitted\" fragment", d)
+		p.note(fmt.Sprintf("SSE: %d streams, %d opened, %d saw their admission, %d position fragments in all; errors: %v", sample, streamOK, d.N, positions, streamErrs))
+	}
+	for _, f := range b.fans {
+		if _, ok := adm[f.ID]; ok {
+			b.admitted = true
+			break
+		}
+	}
+	return p
+}
+
+// reportAdmissions adds the admissions per second to p: the achieved rate
+// over the admitting ticks against the set rate.
+func (b *Bench) reportAdmissions(p *Phase, adm map[int64]time.Time, t0 time.Time) {
+	fans := 0
+	for _, f := range b.fans {
+		if _, ok := adm[f.ID]; ok {
+			fans++
+		}
+	}
+	if fans == 0 {
+		p.figure("admitted", fmt.Sprintf("nobody of %d fans was admitted within %v", len(b.fans), b.cfg.WaitTimeout), 0)
+		return
+	}
+	// The rate counts every admission (the observer's too): a tick's batch
+	// is the same whoever is in it.
+	ts := make([]time.Time, 0, len(adm))
+	for _, at := range adm {
+		ts = append(ts, at)
+	}
+	slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+	first, last := ts[0], ts[len(ts)-1]
+	span := last.Sub(first) + b.cfg.AdmissionTick
+	rate := float64(len(ts)) / span.Seconds()
+	p.figure("admitted", fmt.Sprintf("%d of %d fans, the first admission %.2f s after admission was let go, the last %.2f s after",
+		fans, len(b.fans), first.Sub(t0).Seconds(), last.Sub(t0).Seconds()), float64(fans))
+	p.figure("admission rate", fmt.Sprintf("%.0f fans/s achieved against %d/s set (%.0f%%), over the ticks from the first admission to the last",
+		rate, b.cfg.AdmitRate, 100*rate/float64(b.cfg.AdmitRate)), rate)
+	perSecond := map[int]int{}
+	for _, t := range ts {
+		perSecond[int(t.Sub(first).Seconds())]++
+	}
+	for s := 0; s <= int(last.Sub(first).Seconds()); s++ {
+		p.Admissions = append(p.Admissions, perSecond[s])
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,445 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// seatView is the fans' shared, slightly stale picture of the seat map: the
+// seats by grade, best first, and which are taken (held or sold as far as
+// the bench knows). Fans choose from it as people choose from a seat map
+// that was loaded a moment ago, so some lose races. It is safe for
+// concurrent use.
+type seatView struct {
+	mu     sync.Mutex
+	grades []string         // best (dearest) first
+	order  map[string][]int // grade -> seats best first (row, then section, then number)
+	seats  []viewSeat
+	index  map[string]int // label -> seats index
+}
+
+type viewSeat struct {
+	label, grade string
+	taken        bool
+}
+
+// newSeatView reads the event's seats and grades from PostgreSQL (set-up:
+// the seat map never changes once the event exists).
+func (b *Bench) newSeatView(ctx context.Context) (*seatView, error) {
+	v := &seatView{order: map[string][]int{}, index: map[string]int{}}
+	rows, err := b.db.Pool.Query(ctx, `SELECT code FROM grade WHERE event_id = $1 ORDER BY price DESC, code`, b.sale.EventID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var g string
+		if err := rows.Scan(&g); err != nil {
+			return nil, err
+		}
+		v.grades = append(v.grades, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = b.db.Pool.Query(ctx, `SELECT label, grade FROM event_seat WHERE event_id = $1
+		ORDER BY row_label::int, section, number::int`, b.sale.EventID)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var s viewSeat
+		if err := rows.Scan(&s.label, &s.grade); err != nil {
+			return nil, err
+		}
+		v.index[s.label] = len(v.seats)
+		v.order[s.grade] = append(v.order[s.grade], len(v.seats))
+		v.seats = append(v.seats, s)
+	}
+	return v, rows.Err()
+}
+
+// update takes the seats' statuses from a seat map answer (GET
+// /events/{id}/seats as JSON): "free" is free, any other status taken.
+func (v *seatView) update(body []byte) error {
+	var m struct {
+		Seats []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"seats"`
+	}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return fmt.Errorf("seat map: %w", err)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, s := range m.Seats {
+		if i, ok := v.index[s.ID]; ok {
+			v.seats[i].taken = s.Status != "free"
+		}
+	}
+	return nil
+}
+
+// take marks seats taken.
+func (v *seatView) take(labels []string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, l := range labels {
+		if i, ok := v.index[l]; ok {
+			v.seats[i].taken = true
+		}
+	}
+}
+
+// free returns the number of seats not taken.
+func (v *seatView) free() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := 0
+	for _, s := range v.seats {
+		if !s.taken {
+			n++
+		}
+	}
+	return n
+}
+
+// gradeWeights skews the fans toward the best grades: of four grades, 40%
+// want the best, 30% the next, then 20% and 10%.
+var gradeWeights = []float64{0.4, 0.3, 0.2, 0.1}
+
+// wantWeights is how many seats a fan wants: 1 to 4, mostly 2.
+var wantWeights = []float64{0.15, 0.45, 0.15, 0.25}
+
+func weighted(w []float64) int {
+	x := rand.Float64()
+	for i, p := range w {
+		if x < p {
+			return i
+		}
+		x -= p
+	}
+	return len(w) - 1
+}
+
+// pick chooses up to want free seats next to each other in the list of one
+// grade: the fan's preferred grade (weighted toward the best) or, when it
+// has too few free seats, the next one down (then from the best again).
+// Within the grade it starts at a seat drawn with a skew toward the front
+// rows (the square of a uniform draw: half the fans aim at the best quarter
+// of what is free), so that fans crowd the best seats as people do. It
+// returns nil when no seat is free.
+func (v *seatView) pick(want int) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	start := min(weighted(gradeWeights), len(v.grades)-1)
+	for k := range len(v.grades) {
+		g := v.grades[(start+k)%len(v.grades)]
+		var free []int
+		for _, i := range v.order[g] {
+			if !v.seats[i].taken {
+				free = append(free, i)
+			}
+		}
+		if len(free) == 0 || len(free) < want && k < len(v.grades)-1 {
+			continue
+		}
+		n := min(want, len(free))
+		u := rand.Float64()
+		at := min(int(u*u*float64(len(free)-n+1)), len(free)-n)
+		out := make([]string, n)
+		for j := range n {
+			out[j] = v.seats[free[at+j]].label
+		}
+		return out
+	}
+	return nil
+}
+
+// buyRecorders are phase 4's steps, one per kind of request.
+type buyRecorders struct {
+	seats, holds, orders, pay, confirm, order *Recorder
+}
+
+// buyTotals counts what the fans got.
+type buyTotals struct {
+	held, confirmedOrders, confirmedSeats, raceLost, soldOut atomic.Int64
+}
+
+// outcomeGaveUp is the kind of a fan's hold that lost every race: no error
+// of the server.
+const outcomeGaveUp = "gave up after losing every race"
+
+// buying is phase 4, in two steps as a sale's first minutes go. Holding:
+// every admitted fan, in turn on C connections, loads the seat map (a share
+// of them; the others choose from the shared copy the observer reloads),
+// holds 1 to 4 seats and tries other seats when it loses a race (409
+// seat_taken), until no seat is free. Paying: each fan with holds creates
+// the order, pays in the sandbox PG (POST /sandbox-pg/checkout action=pay),
+// follows the PG's redirect to /payments/success and reads the order.
+func (b *Bench) buying(ctx context.Context) *Phase {
+	p := b.phase("4. Holding and buying")
+	defer b.endPhase(p)
+	if !b.admitted {
+		p.Status = "not available: no fan was admitted"
+		return p
+	}
+	id := b.sale.EventID
+	seatsURL, holdsURL, ordersURL := b.url("/events/%d/seats", id), b.url("/events/%d/holds", id), b.url("/events/%d/orders", id)
+
+	// Which routes this binary has, asked as the observer (admitted first).
+	probe := func(method, u string, form url.Values) (bool, error) {
+		a, err := call(ctx, b.client, method, u, b.observer, form)
+		if err != nil {
+			return false, err
+		}
+		return !missing(a), nil
+	}
+	hasSeats, err := probe(http.MethodGet, seatsURL, nil)
+	if err != nil {
+		p.Status = "failed: " + err.Error()
+		return p
+	}
+	hasHolds, _ := probe(http.MethodPost, holdsURL, url.Values{})
+	hasOrders, _ := probe(http.MethodPost, ordersURL, url.Values{})
+	hasSandbox, _ := probe(http.MethodPost, b.url("/sandbox-pg/checkout"), url.Values{})
+	if !hasHolds {
+		p.Status = notAvailable("POST /events/{id}/holds")
+		return p
+	}
+	if !hasSeats {
+		p.note(notAvailable("GET /events/{id}/seats") + ": fans choose from the seat list read at set-up and what the holds' answers tell")
+	}
+	if !hasOrders || !hasSandbox {
+		var gone []string
+		if !hasOrders {
+			gone = append(gone, "POST /events/{id}/orders")
+		}
+		if !hasSandbox {
+			gone = append(gone, "POST /sandbox-pg/checkout")
+		}
+		p.note("paying not available (404): " + strings.Join(gone, ", ") + " not on this binary; fans only hold seats")
+	}
+	view, err := b.newSeatView(ctx)
+	if err != nil {
+		p.Status = "failed: seat view: " + err.Error()
+		return p
+	}
+
+	recs := buyRecorders{
+		seats:   newRecorder("GET /events/{id}/seats (whole seat map)", nil),
+		holds:   newRecorder("POST /events/{id}/holds", nil),
+		orders:  newRecorder("POST /events/{id}/orders", nil),
+		pay:     newRecorder("POST /sandbox-pg/checkout (action=pay)", nil),
+		confirm: newRecorder("GET /payments/success (confirmation)", nil),
+		order:   newRecorder("GET /orders/{id}", nil),
+	}
+	var tot buyTotals
+	deadline := time.Now().Add(b.cfg.BuyTimeout)
+	rctx, stopRefresh := context.WithCancel(ctx)
+	refreshed := make(chan struct{})
+	if hasSeats {
+		go func() {
+			defer close(refreshed)
+			t := time.NewTicker(b.cfg.SeatMapRefresh)
+			defer t.Stop()
+			for {
+				var a answer
+				var err error
+				if recs.seats.Time(func() string {
+					a, err = call(rctx, b.client, http.MethodGet, seatsURL, b.observer, nil)
+					return kind(a, err, http.StatusOK)
+				}) == kindOK {
+					view.update(a.Body)
+				}
+				select {
+				case <-rctx.Done():
+					return
+				case <-t.C:
+				}
+			}
+		}()
+	} else {
+		close(refreshed)
+	}
+
+	n := len(b.fans)
+	holding := make([]bool, n)
+	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan who tried, races included)", b.cfg.Conns),
+		b.ui.Bar("holding: fans", int64(n)))
+	prof := b.startProfile(ctx, "holds", min(b.cfg.BuyTimeout, 5*time.Second))
+	ClosedLoop(ctx, b.cfg.Conns, Counter(n, deadline), holders, func(ctx context.Context, i int) string {
+		k := b.hold(ctx, b.fans[i], view, recs, &tot, hasSeats)
+		holding[i] = k == kindOK
+		return k
+	})
+	stopRefresh()
+	<-refreshed
+	b.addStep(p, holders)
+	b.addStep(p, recs.holds)
+	if recs.seats.Count() > 0 {
+		b.addStep(p, recs.seats)
+	}
+	prof()
+
+	if b.paid = hasOrders && hasSandbox; b.paid {
+		var payers []*Fan
+		for i, ok := range holding {
+			if ok {
+				payers = append(payers, b.fans[i])
+			}
+		}
+		buyers := newRecorder(fmt.Sprintf("fans paying, closed loop, %d connections (order, pay, confirmation, order page)", b.cfg.Conns),
+			b.ui.Bar("paying: fans", int64(len(payers))))
+		prof := b.startProfile(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
+		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
+			return b.pay(ctx, payers[i], recs, &tot)
+		})
+		for _, r := range []*Recorder{buyers, recs.orders, recs.pay, recs.confirm, recs.order} {
+			if r.Count() > 0 {
+				b.addStep(p, r)
+			}
+		}
+		b.ui.Done()
+		prof()
+	}
+
+	var sold int
+	if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, id).Scan(&sold); err != nil {
+		p.note("sold seats: " + err.Error())
+	}
+	p.figure("held", fmt.Sprintf("%d seats held by the fans; %d races lost (409 seat_taken) and retried; %d fans found no seat left and sent nothing",
+		tot.held.Load(), tot.raceLost.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
+	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
+		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
+	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
+	b.soldOut = sold == b.sale.Seats
+	return p
+}
+
+// hold is one fan's hold: it returns kindOK when the fan holds seats,
+// outcomeGaveUp, kindSkip when the fan's view has no seat left (the fan
+// sends nothing), or the kind of the request that failed.
+func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecorders, tot *buyTotals, hasSeats bool) string {
+	id := b.sale.EventID
+	if hasSeats && rand.Float64() < b.cfg.SeatMapShare {
+		var a answer
+		var err error
+		if k := recs.seats.Time(func() string {
+			a, err = call(ctx, b.client, http.MethodGet, b.url("/events/%d/seats", id), f, nil)
+			return kind(a, err, http.StatusOK)
+		}); k != kindOK {
+			return "seat map: " + k
+		}
+		view.update(a.Body)
+	}
+	want := weighted(wantWeights) + 1
+	for range b.cfg.HoldRetries + 1 {
+		seats := view.pick(want)
+		if seats == nil {
+			tot.soldOut.Add(1)
+			return kindSkip
+		}
+		var a answer
+		var err error
+		k := recs.holds.Time(func() string {
+			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", id), f, url.Values{"seat": seats})
+			return kind(a, err, http.StatusOK)
+		})
+		if k == kindOK {
+			view.take(seats)
+			tot.held.Add(int64(len(seats)))
+			return kindOK
+		}
+		if a.Status != http.StatusConflict || errorCode(a.Body) != "seat_taken" {
+			return "hold: " + k
+		}
+		tot.raceLost.Add(1)
+		var taken struct {
+			Seats []string `json:"seats"`
+		}
+		json.Unmarshal(a.Body, &taken)
+		if len(taken.Seats) == 0 {
+			taken.Seats = seats
+		}
+		view.take(taken.Seats)
+	}
+	return outcomeGaveUp
+}
+
+// pay is one fan's checkout of its holds: the order (JSON), the sandbox
+// PG's Pay and the PG's redirect back (the confirmation; both as the
+// browser sends them) and the order (JSON), which must say CONFIRMED. It
+// returns kindOK or the kind of the failing step.
+func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTotals) string {
+	var order struct {
+		OrderID     string `json:"order_id"`
+		CheckoutURL string `json:"checkout_url"`
+	}
+	var a answer
+	var err error
+	if k := recs.orders.Time(func() string {
+		a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/orders", b.sale.EventID), f, url.Values{})
+		return kind(a, err, http.StatusCreated)
+	}); k != kindOK {
+		return "order: " + k
+	}
+	if err := json.Unmarshal(a.Body, &order); err != nil || order.CheckoutURL == "" {
+		return "order: no checkout_url in the answer"
+	}
+	checkout, err := url.Parse(b.srv.URL)
+	if err == nil {
+		checkout, err = checkout.Parse(order.CheckoutURL)
+	}
+	if err != nil {
+		return "order: bad checkout_url"
+	}
+	form := checkout.Query()
+	form.Set("action", "pay")
+	checkout.RawQuery = ""
+	if k := recs.pay.Time(func() string {
+		a, err = browse(ctx, b.client, http.MethodPost, checkout.String(), f, form)
+		return kind(a, err, http.StatusSeeOther)
+	}); k != kindOK {
+		return "pay: " + k
+	}
+	success, err := checkout.Parse(a.Header.Get("Location"))
+	if err != nil || !strings.Contains(success.Path, "/payments/success") {
+		return "pay: redirected to " + a.Header.Get("Location")
+	}
+	if k := recs.confirm.Time(func() string {
+		a, err = browse(ctx, b.client, http.MethodGet, success.String(), f, nil)
+		return kind(a, err, http.StatusSeeOther)
+	}); k != kindOK {
+		return "confirm: " + k
+	}
+	orderURL, err := success.Parse(a.Header.Get("Location"))
+	if err != nil {
+		return "confirm: bad redirect"
+	}
+	var got struct {
+		Status string            `json:"status"`
+		Seats  []json.RawMessage `json:"seats"`
+	}
+	if k := recs.order.Time(func() string {
+		a, err = call(ctx, b.client, http.MethodGet, orderURL.String(), f, nil)
+		return kind(a, err, http.StatusOK)
+	}); k != kindOK {
+		return "order page: " + k
+	}
+	if json.Unmarshal(a.Body, &got) != nil || got.Status != "CONFIRMED" {
+		return "order page: status " + strconv.Quote(got.Status) + ", want CONFIRMED"
+	}
+	tot.confirmedOrders.Add(1)
+	tot.confirmedSeats.Add(int64(len(got.Seats)))
+	return kindOK
+}

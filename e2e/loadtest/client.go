@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// sessionCookie is the name of boxoffice's session cookie (web/serve.go).
+const sessionCookie = "boxoffice_session"
+
+// Fan is one bench account and its logged-in session.
+type Fan struct {
+	ID     int64
+	Email  string
+	Cookie string // "boxoffice_session=<token>"
+}
+
+// newClient returns an HTTP/1.1 client with at most conns connections to
+// each host, that does not follow redirects (the bench follows the ones it
+// wants, to time each step) and asks for gzip as browsers do.
+func newClient(conns int) *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			MaxConnsPerHost:     conns,
+			MaxIdleConnsPerHost: conns,
+			MaxIdleConns:        conns,
+			IdleConnTimeout:     90 * time.Second,
+		},
+		Timeout:       30 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// answer is an HTTP answer, read whole.
+type answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// call sends one request as the fan (no fan: anonymous) asking for JSON,
+// with form as an application/x-www-form-urlencoded body when not nil.
+func call(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values) (answer, error) {
+	return send(ctx, c, method, rawURL, f, form, "application/json")
+}
+
+// browse sends one request as a browser would: asking for HTML, as when a
+// person presses a form's button or a PG redirects the browser back.
+func browse(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values) (answer, error) {
+	return send(ctx, c, method, rawURL, f, form, "text/html,application/xhtml+xml")
+}
+
+func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string) (answer, error) {
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, body)
+	if err != nil {
+		return answer{}, err
+	}
+	req.Header.Set("Accept", accept)
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if f != nil {
+		req.Header.Set("Cookie", f.Cookie)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
+}
+
+// kind names an answer that is not the one wanted, or a transport error:
+// "409 seat_taken" (the status and the contract's error code), "404",
+// "timeout", "connection refused", ...
+func kind(a answer, err error, want int) string {
+	if err != nil {
+		return errKind(err)
+	}
+	if a.Status == want {
+		return kindOK
+	}
+	if code := errorCode(a.Body); code != "" {
+		return fmt.Sprintf("%d %s", a.Status, code)
+	}
+	return fmt.Sprint(a.Status)
+}
+
+// errorCode returns the "error" member of a JSON error body, or "".
+func errorCode(body []byte) string {
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return ""
+	}
+	return e.Error
+}
+
+// errKind classifies a transport error.
+func errKind(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, syscall.EADDRNOTAVAIL):
+		return "no local port left"
+	case errors.Is(err, syscall.EMFILE):
+		return "too many open files"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed"
+	}
+	return "transport: " + err.Error()
+}
+
+// missing reports whether an answer says that the route does not exist on
+// this binary (echo's unknown route or wrong method, as the error handler
+// maps them), as opposed to a contract answer such as 404 not_in_queue.
+func missing(a answer) bool {
+	return a.Status == http.StatusNotFound && errorCode(a.Body) == "not_found" || a.Status == http.StatusMethodNotAllowed
+}

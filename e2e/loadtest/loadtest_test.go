@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice/store/storetest"
+)
+
+// figureValue returns the value of the phase's figure named name.
+func (p *Phase) figureValue(name string) (float64, bool) {
+	for _, f := range p.Figures {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return 0, false
+}
+
+// A small sale through every phase the binary has: each phase either runs
+// or says which endpoint the binary lacks, every fan that could join did,
+// every joined fan was admitted, fans held seats, every order the fans saw
+// confirmed is confirmed in PostgreSQL, and every invariant holds. It
+// tests a fresh build of ./web, or the binary $BOXOFFICE_BINARY names.
+func TestBench_Smoke(t *testing.T) {
+	dir := t.TempDir()
+	bin := os.Getenv("BOXOFFICE_BINARY")
+	if bin == "" {
+		bin = filepath.Join(dir, "boxoffice")
+		if out, err := exec.Command("go", "build", "-o", bin, "../../web").CombinedOutput(); err != nil {
+			t.Fatalf("build boxoffice: %v\n%s", err, out)
+		}
+	}
+	cfg := Config{
+		Mode: "bench", Binary: bin, Out: dir, Fans: 100, Conns: 16, Rates: []int{400}, OpenDuration: 200 * time.Millisecond,
+		MaxInFlight: 1000, AdmitRate: 2000, AdmissionTick: 100 * time.Millisecond, WaitTimeout: 15 * time.Second,
+		StreamSample: 10, SeatMapShare: 0, SeatMapRefresh: time.Second, HoldRetries: 8, BuyTimeout: 15 * time.Second,
+		DatabaseURL: storetest.DatabaseURL(), RedisURL: storetest.RedisURL(),
+	}
+	ui := &UI{Out: testWriter{t}, Report: io.Discard}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rep, err := runBench(ctx, cfg, ui)
+	if err != nil {
+		t.Fatalf("runBench: %v", err)
+	}
+	for _, p := range rep.Phases {
+		if p.Status != "ran" && !strings.HasPrefix(p.Status, "not available") {
+			t.Errorf("phase %s: %s, want it to run or name the missing endpoint", p.Name, p.Status)
+		}
+	}
+	if len(rep.Invariants) != len(invariantQueries)+1 {
+		t.Errorf("%d invariants checked, want %d", len(rep.Invariants), len(invariantQueries)+1)
+	}
+	for _, inv := range rep.Invariants {
+		if !inv.OK {
+			t.Errorf("invariant broken: %s: %s", inv.Name, inv.Detail)
+		}
+	}
+	joins := findPhase(rep, "2.")
+	if joins.Status != "ran" {
+		t.Logf("join storm: %s", joins.Status)
+		return
+	}
+	if got, _ := joins.figureValue("joined"); int(got) != cfg.Fans {
+		t.Errorf("%v fans joined, want %d", got, cfg.Fans)
+	}
+	if waiting := findPhase(rep, "3."); waiting.Status == "ran" {
+		if got, _ := waiting.figureValue("admitted"); int(got) != cfg.Fans {
+			t.Errorf("%v fans admitted, want %d", got, cfg.Fans)
+		}
+	}
+	buying := findPhase(rep, "4.")
+	if buying.Status != "ran" {
+		t.Logf("holding and buying: %s", buying.Status)
+		return
+	}
+	if st, _ := buying.step("fans holding"); st.Requests != cfg.Fans || st.OK != st.Requests {
+		t.Errorf("%d of %d fans tried to hold seats and %d hold some (%v), want all of them", st.Requests, cfg.Fans, st.OK, st.Errors)
+	}
+	seen, _ := buying.figureValue("confirmed by the fans")
+	confirmed, _ := findPhase(rep, "5.").figureValue("confirmed orders")
+	if seen != confirmed {
+		t.Errorf("the fans saw %v orders confirmed, PostgreSQL has %v", seen, confirmed)
+	}
+	if _, ok := buying.step("fans paying"); ok && confirmed == 0 {
+		t.Error("the fans paid, but no order is confirmed")
+	}
+}
+
+// testWriter sends the bench's progress lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}

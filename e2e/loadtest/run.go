@@ -1,0 +1,464 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// prepareOut makes the report's folder and removes the plots and profiles
+// an earlier run left there.
+func prepareOut(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	old, _ := filepath.Glob(filepath.Join(dir, "phase-*.png"))
+	for _, f := range old {
+		os.Remove(f)
+	}
+	return os.RemoveAll(filepath.Join(dir, "profiles"))
+}
+
+// openRedis connects to the bench's Redis with a pool as large as the
+// closed loops.
+func openRedis(ctx context.Context, cfg Config) (*redis.Client, error) {
+	opt, err := redis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.PoolSize = max(cfg.Conns, 10)
+	rdb := redis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("Redis at %s: %w", cfg.RedisURL, err)
+	}
+	return rdb, nil
+}
+
+// runBench runs the baselines and the five phases and writes the report.
+// It fails when the set-up fails or an invariant is broken; a missed target
+// is a finding of the report, not a failure.
+func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
+	rep := &Report{StartedAt: time.Now(), Machine: machine(), Config: cfg}
+	if _, err := raiseOpenFiles(); err != nil {
+		ui.Logf("could not raise the open-file limit: %v", err)
+	}
+	if err := prepareOut(cfg.Out); err != nil {
+		return nil, err
+	}
+	rdb, err := openRedis(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	if cfg.Baselines {
+		ui.Logf("Baselines")
+		es, err := echoBaseline(ctx, cfg, ui)
+		if err != nil {
+			return nil, fmt.Errorf("echo baseline: %w", err)
+		}
+		rs, err := redisBaseline(ctx, cfg, rdb, "bench:"+randomHex(4)+":", ui)
+		if err != nil {
+			return nil, err
+		}
+		rep.Baselines = append(es, rs...)
+		for _, s := range rep.Baselines {
+			ui.Logf("  %-60s %8d req %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d", s.Name, s.Requests, s.Rate, s.P50, s.P99, s.Requests-s.OK)
+		}
+	}
+	ui.Logf("1. Set-up")
+	b, setup, err := setUp(ctx, cfg, ui, rdb)
+	if err != nil {
+		if b != nil {
+			b.close(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("set-up: %w", err)
+	}
+	rep.Phases = append(rep.Phases, setup, b.joinStorm(ctx), b.waiting(ctx), b.buying(ctx))
+	inv, invariants := b.invariants(ctx)
+	rep.Phases = append(rep.Phases, inv)
+	rep.Invariants = invariants
+	return rep, b.finish(ctx, rep)
+}
+
+// finish completes the report (targets, ratios, profiles of the missed
+// targets, peak memory), stops the server, writes the report and prints it.
+func (b *Bench) finish(ctx context.Context, rep *Report) error {
+	for _, p := range rep.Phases {
+		rep.PeakRSS = max(rep.PeakRSS, p.PeakRSS)
+	}
+	rep.Targets = b.targets(rep)
+	rep.Ratios = ratios(rep)
+	rep.Profiles = b.profiles
+	for i, t := range rep.Targets {
+		if t.Met != nil && !*t.Met && t.Profile != "" {
+			top, err := pprofTop(absPath(b.cfg.Binary), t.Profile, 25)
+			if err != nil {
+				top = err.Error()
+			}
+			rep.Targets[i].Top = top
+		}
+	}
+	rep.Seconds = time.Since(rep.StartedAt).Seconds()
+	cerr := b.close(context.WithoutCancel(ctx))
+	md, err := writeReport(b.cfg.Out, rep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(b.ui.Report, md)
+	b.ui.Logf("report: %s", absPath(b.cfg.Out+"/report.md"))
+	var broken []string
+	for _, inv := range rep.Invariants {
+		if !inv.OK {
+			broken = append(broken, inv.Name+" ("+inv.Detail+")")
+		}
+	}
+	if len(broken) > 0 {
+		return fmt.Errorf("invariants broken: %s", strings.Join(broken, "; "))
+	}
+	return cerr
+}
+
+// findPhase returns the report's phase whose name starts with prefix.
+func findPhase(r *Report, prefix string) *Phase {
+	for _, p := range r.Phases {
+		if strings.HasPrefix(p.Name, prefix) {
+			return p
+		}
+	}
+	return &Phase{Status: "did not run"}
+}
+
+// targets compares the run with issue 7's targets.
+func (b *Bench) targets(r *Report) []Target {
+	var out []Target
+	measure := func(t Target, phase, step, profile string, met func(Stats) (string, bool)) {
+		p := findPhase(r, phase)
+		if s, ok := p.step(step); ok {
+			got, m := met(s)
+			t.Got, t.Met, t.Profile = got, ptr(m), b.profiles[profile]
+		} else if p.Status != "ran" {
+			t.Got = p.Status
+		} else {
+			t.Got = "not measured: " + strings.Join(p.Notes, "; ")
+		}
+		out = append(out, t)
+	}
+	rateAtLeast := func(want float64) func(Stats) (string, bool) {
+		return func(s Stats) (string, bool) {
+			errs := s.Requests - s.OK
+			return fmt.Sprintf("%.0f/s, %d errors", s.Rate, errs), s.Rate >= want && errs == 0
+		}
+	}
+	if r.Config.Mode == "bench" {
+		measure(Target{Name: "Joins, closed loop", Want: "≥ 20,000/s"}, "2.", "closed loop", "joins-closed-loop", rateAtLeast(20000))
+		measure(Target{Name: "Joins at 5,000/s offered", Want: "p99 < 50 ms"}, "2.", "open loop, 5000/s", "joins-open-loop-5000", func(s Stats) (string, bool) {
+			errs := s.Requests - s.OK
+			return fmt.Sprintf("p99 %.1f ms, %.0f/s achieved, %d errors", s.P99, s.Rate, errs), s.P99 < 50 && errs == 0
+		})
+		measure(Target{Name: "Position polls", Want: "≥ 30,000/s"}, "3.", "position polls", "polls", rateAtLeast(30000))
+		measure(Target{Name: "Holds", Want: "≥ 10,000/s"}, "4.", "POST /events/{id}/holds", "holds", func(s Stats) (string, bool) {
+			bad := 0
+			for k, n := range s.Errors {
+				if !strings.HasPrefix(k, "409 seat_taken") {
+					bad += n
+				}
+			}
+			return fmt.Sprintf("%.0f/s (%d lost races, %d other errors)", s.Rate, s.Errors["409 seat_taken"], bad), s.Rate >= 10000 && bad == 0
+		})
+		sell := Target{Name: "A 15,000-seat arena sells out to 20,000 fans, every invariant holding", Want: "sold out, invariants hold"}
+		broken := 0
+		for _, inv := range r.Invariants {
+			if !inv.OK {
+				broken++
+			}
+		}
+		sold := findPhase(r, "4.")
+		for _, f := range sold.Figures {
+			if f.Name == "sold" {
+				sell.Got = f.Text
+			}
+		}
+		switch {
+		case sold.Status != "ran":
+			sell.Got = sold.Status
+		case !b.paid:
+			sell.Got = "not measured: " + strings.Join(sold.Notes, "; ")
+		default:
+			sell.Met = ptr(b.soldOut && broken == 0 && b.cfg.Fans >= 20000)
+			sell.Profile = b.profiles["checkout"]
+			sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
+		}
+		out = append(out, sell)
+		out = append(out, Target{Name: "SSE: 10,000 connections", Want: "< 40 KB of server memory each", Got: "measured by make bench-sse"})
+	} else {
+		t := Target{Name: "SSE: 10,000 connections", Want: "< 40 KB of server memory each"}
+		p := findPhase(r, "3.")
+		for _, f := range p.Figures {
+			if f.Name == "memory per stream" {
+				t.Got = f.Text
+				t.Met = ptr(f.Value < 40*1024 && b.streamsOpen >= 10000)
+				t.Profile = b.profiles["sse-heap"]
+			}
+		}
+		if t.Got == "" {
+			t.Got = p.Status
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// ratios relates boxoffice's figures to the baselines of the same run, so
+// that they compare across machines.
+func ratios(r *Report) []Ratio {
+	base := func(prefix string) (Stats, bool) {
+		for _, s := range r.Baselines {
+			if strings.HasPrefix(s.Name, prefix) {
+				return s, true
+			}
+		}
+		return Stats{}, false
+	}
+	var out []Ratio
+	add := func(name, phase, step, baseline string, f func(s, b Stats) (float64, string)) {
+		s, ok1 := findPhase(r, phase).step(step)
+		bs, ok2 := base(baseline)
+		if ok1 && ok2 {
+			v, text := f(s, bs)
+			out = append(out, Ratio{Name: name, Value: v, Text: text})
+		}
+	}
+	rate := func(s, b Stats) (float64, string) {
+		return s.Rate / b.Rate, fmt.Sprintf("%.0f/s over %.0f/s", s.Rate, b.Rate)
+	}
+	add("joins, closed loop / echo, closed loop", "2.", "closed loop", "echo closed loop", rate)
+	add("position polls / echo, closed loop", "3.", "position polls", "echo closed loop", rate)
+	add("holds / echo, closed loop", "4.", "POST /events/{id}/holds", "echo closed loop", rate)
+	add("joins, closed loop / Redis EVAL", "2.", "closed loop", "Redis EVAL", rate)
+	add("holds / Redis EVAL", "4.", "POST /events/{id}/holds", "Redis EVAL", rate)
+	for _, offered := range r.Config.Rates {
+		add(fmt.Sprintf("join p99 / echo p99, both at %d/s offered", offered), "2.", fmt.Sprintf("open loop, %d/s", offered), fmt.Sprintf("echo open loop, %d/s", offered),
+			func(s, b Stats) (float64, string) {
+				return s.P99 / math0(b.P99), fmt.Sprintf("%.2f ms over %.2f ms", s.P99, b.P99)
+			})
+	}
+	return out
+}
+
+func math0(x float64) float64 {
+	if x == 0 {
+		return 1e-9
+	}
+	return x
+}
+
+// runSSE is make bench-sse: K fans join, each opens the waiting room's
+// stream (spread over several loopback source addresses), the server's
+// memory per stream is measured, then admission is let go and each
+// stream's delay from the fan's admission to its "admitted" fragment is
+// measured.
+func runSSE(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
+	cfg.Fans, cfg.Rates, cfg.Baselines = cfg.SSEConns, nil, false
+	rep := &Report{StartedAt: time.Now(), Machine: machine(), Config: cfg}
+	limit, err := raiseOpenFiles()
+	if err != nil {
+		return nil, fmt.Errorf("raise the open-file limit: %w", err)
+	}
+	if limit < uint64(cfg.SSEConns)+1000 {
+		ui.Logf("the open-file limit is %d: fewer than %d streams may open", limit, cfg.SSEConns)
+	}
+	if err := prepareOut(cfg.Out); err != nil {
+		return nil, err
+	}
+	rdb, err := openRedis(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer rdb.Close()
+	ui.Logf("1. Set-up")
+	b, setup, err := setUp(ctx, cfg, ui, rdb)
+	if err != nil {
+		if b != nil {
+			b.close(context.WithoutCancel(ctx))
+		}
+		return nil, fmt.Errorf("set-up: %w", err)
+	}
+	rep.Phases = append(rep.Phases, setup, b.joinStorm(ctx), b.streams(ctx, limit))
+	return rep, b.finish(ctx, rep)
+}
+
+// streams is bench-sse's phase: K streams open at once on one instance.
+func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
+	p := b.phase(fmt.Sprintf("3. %d SSE streams", b.cfg.SSEConns))
+	defer b.endPhase(p)
+	if !b.joined {
+		p.Status = "not available: nobody is in line (the join storm did not run)"
+		return p
+	}
+	u := b.url("/events/%d/queue/stream", b.sale.EventID)
+	c := streamClient(b.cfg.SSEIPs)
+	// Is the stream there at all?
+	probe := &Stream{}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	follow(pctx, c, u, b.fans[0], probe, func() { cancel() })
+	cancel()
+	if strings.HasPrefix(probe.Err, "404") {
+		p.Status = notAvailable("GET /events/{id}/queue/stream")
+		return p
+	}
+	time.Sleep(500 * time.Millisecond) // let the probe's stream go
+	rss0, _, _ := memory(b.srv.Pid())
+	go0, _ := b.goMemory(ctx)
+
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	n := len(b.fans)
+	streams := make([]*Stream, n)
+	var following sync.WaitGroup
+	opening := make(chan struct{}, 256) // streams being opened at once
+	bar := b.ui.Bar("SSE: opening streams", int64(n))
+	t := time.Now()
+	for i := range n {
+		opening <- struct{}{}
+		s := &Stream{Fan: i}
+		streams[i] = s
+		following.Go(func() {
+			follow(sctx, c, u, b.fans[i], s, func() {
+				<-opening
+				if bar != nil {
+					bar.Add(1)
+				}
+			})
+		})
+	}
+	for range cap(opening) {
+		opening <- struct{}{}
+	}
+	b.ui.Done()
+	opened := time.Since(t)
+	errs := map[string]int{}
+	for _, s := range streams {
+		if s.Err == "" {
+			b.streamsOpen++
+		} else {
+			errs[s.Err]++
+		}
+	}
+	p.figure("streams", fmt.Sprintf("%d of %d streams open after %.1f s, from %d source addresses (open-file limit %d); errors: %v",
+		b.streamsOpen, n, opened.Seconds(), b.cfg.SSEIPs, limit, errs), float64(b.streamsOpen))
+	// Every open stream should have its first position fragment within a tick or two.
+	time.Sleep(2*b.cfg.AdmissionTick + time.Second)
+	rss1, _, _ := memory(b.srv.Pid())
+	go1, _ := b.goMemory(ctx)
+	if b.cfg.Profile {
+		path := filepath.Join(b.cfg.Out, "profiles", "sse-heap.pb.gz")
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		if err := b.srv.heapProfile(ctx, path); err != nil {
+			b.ui.Logf("  heap profile: %v", err)
+		} else {
+			b.profiles["sse-heap"] = path
+		}
+	}
+	first := 0
+	for _, s := range streams {
+		if !s.First.IsZero() {
+			first++
+		}
+	}
+	if b.streamsOpen > 0 {
+		per := float64(rss1-rss0) / float64(b.streamsOpen)
+		p.figure("memory per stream", fmt.Sprintf("%.1f KB (RSS %.1f MiB before the streams, %.1f MiB with %d open; %d had their first fragment)",
+			per/1024, mib(rss0), mib(rss1), b.streamsOpen, first), per)
+		if go0.ok && go1.ok {
+			p.figure("Go memory per stream", fmt.Sprintf("%.1f KB of heap and goroutine stacks in use (%.1f MiB before, %.1f MiB with the streams; goroutines %0.f before, %0.f with)",
+				(go1.bytes()-go0.bytes())/float64(b.streamsOpen)/1024, go0.bytes()/(1<<20), go1.bytes()/(1<<20), go0.goroutines, go1.goroutines),
+				(go1.bytes()-go0.bytes())/float64(b.streamsOpen))
+		}
+	}
+
+	how, err := b.setAdmission(ctx, false, b.cfg.AdmitRate)
+	if err != nil {
+		p.Status = "failed: " + err.Error()
+		return p
+	}
+	p.note(fmt.Sprintf("admission let go at %d fans/s on %v ticks, %s", b.cfg.AdmitRate, b.cfg.AdmissionTick, how))
+	t0 := time.Now()
+	done := make(chan struct{})
+	go func() { following.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(b.cfg.WaitTimeout):
+	case <-ctx.Done():
+	}
+	stop()
+	<-done
+	adm, err := b.admissionTimes(ctx)
+	if err != nil {
+		p.Status = "failed: " + err.Error()
+		return p
+	}
+	b.reportAdmissions(p, adm, t0)
+	var delays []time.Duration
+	after := map[string]int{}
+	for _, s := range streams {
+		if at, ok := adm[b.fans[s.Fan].ID]; ok && !s.Admitted.IsZero() {
+			delays = append(delays, max(s.Admitted.Sub(at), 0))
+		} else if s.Err != "" {
+			after[s.Err]++
+		}
+	}
+	p.delay("admission to the \"admitted\" fragment", delayStats(delays))
+	if len(after) > 0 {
+		p.note(fmt.Sprintf("streams without their admission: %v", after))
+	}
+	return p
+}
+
+// goMem is the server's Go memory as /metrics reports it.
+type goMem struct {
+	heap, stack, goroutines float64
+	ok                      bool
+}
+
+func (m goMem) bytes() float64 { return m.heap + m.stack }
+
+// goMemory reads go_memstats_heap_inuse_bytes, go_memstats_stack_inuse_bytes
+// and go_goroutines from the server's GET /metrics.
+func (b *Bench) goMemory(ctx context.Context) (goMem, error) {
+	a, err := call(ctx, b.client, "GET", b.url("/metrics"), nil, nil)
+	if err != nil {
+		return goMem{}, err
+	}
+	var m goMem
+	found := 0
+	for _, line := range strings.Split(string(a.Body), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		var x float64
+		if _, err := fmt.Sscanf(v, "%g", &x); err != nil {
+			continue
+		}
+		switch name {
+		case "go_memstats_heap_inuse_bytes":
+			m.heap = x
+		case "go_memstats_stack_inuse_bytes":
+			m.stack = x
+		case "go_goroutines":
+			m.goroutines = x
+		default:
+			continue
+		}
+		found++
+	}
+	m.ok = found == 3
+	return m, nil
+}
