@@ -205,16 +205,27 @@ func serveProfiler(ln net.Listener, logger *slog.Logger) *http.Server {
 
 // migrate applies the migrations and exits.
 func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
-	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
+	db.Close()
 	fmt.Fprintln(stdout, "migrations applied")
 	return nil
+}
+
+// openMigrated opens the database (creating it if missing) and applies the
+// migrations, for the operator's commands.
+func openMigrated(ctx context.Context, cfg Config) (*store.DB, error) {
+	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
 }
 
 // seedDemo creates the demo accounts, venues and events on an empty
@@ -227,14 +238,11 @@ func seedDemo(ctx context.Context, cfg Config, args []string, stdout io.Writer) 
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("seed-demo: %w (want [--password P])", err)
 	}
-	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	res, err := demo.Seed(ctx, db, demo.Options{Password: *password})
 	if err != nil {
 		return fmt.Errorf("seed-demo: %w", err)
@@ -252,14 +260,11 @@ func createAdmin(ctx context.Context, cfg Config, args []string, stdout io.Write
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("create-admin: %w (want --email E --password P [--name N])", err)
 	}
-	db, err := store.OpenDB(ctx, cfg.DatabaseURL)
+	db, err := openMigrated(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		return err
-	}
 	a, err := (&store.Accounts{DB: db}).CreateAccount(ctx, boxoffice.Signup{Email: *email, Password: *password, Name: *name, Role: boxoffice.RoleAdmin})
 	var e *boxoffice.Error
 	if errors.As(err, &e) && len(e.Fields) > 0 {
