@@ -204,6 +204,15 @@ func ticketMAC(secret []byte, id string, eventID int64, seat string) []byte {
 	return m.Sum(nil)[:16]
 }
 
+// StuckOrder is an order an admin should look at, and why.
+type StuckOrder struct {
+	Order *Order
+	// Why: "expiry_overdue" (still PENDING_PAYMENT past its expiry: the
+	// expiry worker is behind or down) or "refund_pending" (a payment of it
+	// must be refunded and the PG has not confirmed the refund).
+	Why string
+}
+
 // OrderService creates orders at checkout, confirms their payments and
 // finds them. All methods are safe for concurrent use.
 type OrderService interface {
@@ -225,4 +234,7 @@ type OrderService interface {
 	FindOrders(ctx context.Context, accountID int64) ([]*Order, error)
 	// CheckoutURL returns where to send the buyer to pay for the order.
 	CheckoutURL(o *Order) string
+	// FindStuckOrders lists up to limit orders that should be settled but
+	// are not (StuckOrder.Why says how), oldest first.
+	FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error)
 }

@@ -26,7 +26,11 @@ func (s *Server) handleAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sum := views.AdminSummary{Venues: len(venues)}
+	stuck, err := s.Orders.FindStuckOrders(ctx, 50)
+	if err != nil {
+		return err
+	}
+	sum := views.AdminSummary{Venues: len(venues), Stuck: stuck}
 	for _, e := range events {
 		switch e.Status {
 		case boxoffice.EventDraft:

@@ -470,3 +470,25 @@ func blockDatabase(t *testing.T, db *store.DB) func() {
 	t.Cleanup(unblock)
 	return unblock
 }
+
+// An order still waiting for payment past its expiry (the expiry worker is
+// not running here) shows on the admin's dashboard, with why.
+func TestAdmin_StuckOrders(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	admin, _ := app.newAccount(t, "boss@example.com", boxoffice.RoleAdmin)
+	if got := testid(doc(t, admin.do("GET", "/admin", nil)), "no-stuck-orders"); got == "" {
+		t.Fatal("the dashboard of a quiet sale does not say that no order is stuck")
+	}
+	_, _, o := app.checkout(t, "slow@example.com", "A-1-1")
+	if _, err := app.DB.Pool.Exec(context.Background(), `UPDATE orders SET expires_at = now() - interval '1 minute' WHERE id = $1`, o.OrderID); err != nil {
+		t.Fatal(err)
+	}
+	d := doc(t, admin.do("GET", "/admin", nil))
+	if n := d.Find(`[data-testid="stuck-order"]`).Length(); n != 1 {
+		t.Fatalf("%d stuck orders shown, want 1", n)
+	}
+	if row := testid(d, "stuck-order"); !strings.Contains(row, o.OrderID) || !strings.Contains(testid(d, "stuck-why"), "expiry worker") {
+		t.Errorf("stuck order row %q, want the order id and why", row)
+	}
+}

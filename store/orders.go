@@ -390,21 +390,12 @@ func (s *Orders) releaseHolds(ctx context.Context, orderID string, eventID, acco
 	return nil
 }
 
-// StuckOrder is an order an admin should look at, and why.
-type StuckOrder struct {
-	Order *boxoffice.Order
-	// Why: "expiry_overdue" (still PENDING_PAYMENT past its expiry: the
-	// expiry worker is behind or down) or "refund_pending" (a payment of it
-	// must be refunded and the PG has not confirmed the refund).
-	Why string
-}
-
 // FindStuckOrders lists up to limit orders that are not settled although
 // they should be, oldest first: orders still PENDING_PAYMENT past their
 // expiry, and orders with a payment whose refund the PG has not confirmed
 // (Reconcile retries those). Orders that the PG may hold an unknown payment
 // for are found by Reconcile, which asks the PG.
-func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error) {
+func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]boxoffice.StuckOrder, error) {
 	rows, err := s.DB.Pool.Query(ctx, `SELECT `+orderColumns+`, w.why
 		FROM orders o JOIN event e ON e.id = o.event_id,
 		LATERAL (SELECT CASE WHEN EXISTS (SELECT 1 FROM payment p WHERE p.order_id = o.id AND p.outcome = 'refund_pending')
@@ -415,7 +406,7 @@ func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, 
 		return nil, fmt.Errorf("find stuck orders: %w", err)
 	}
 	defer rows.Close()
-	var out []StuckOrder
+	var out []boxoffice.StuckOrder
 	var orders []*boxoffice.Order
 	for rows.Next() {
 		var why string
@@ -423,7 +414,7 @@ func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, 
 		if err != nil {
 			return nil, fmt.Errorf("find stuck orders: %w", err)
 		}
-		out, orders = append(out, StuckOrder{Order: o, Why: why}), append(orders, o)
+		out, orders = append(out, boxoffice.StuckOrder{Order: o, Why: why}), append(orders, o)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find stuck orders: %w", err)
