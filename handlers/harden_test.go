@@ -106,3 +106,22 @@ func TestUnreadableInput(t *testing.T) {
 	// Readable input still goes through.
 	wantRedirect(t, app.newClient(t).do("POST", "/signup", signupForm("ok@example.com", "correct horse", "Zoë 김")), "/")
 }
+
+// The static files are served, their directory is not listed.
+func TestStaticFiles_NoListing(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c := app.newClient(t)
+	for _, method := range []string{"GET", "HEAD"} {
+		for _, path := range []string{"/static/", "/static//", "/static/./", "/static/."} {
+			t.Run(method+path, func(t *testing.T) {
+				wantStatus(t, c.do(method, path, nil), http.StatusNotFound)
+			})
+		}
+		for _, path := range []string{"/static/app.css", "/static/htmx.min.js", "/favicon.ico"} {
+			t.Run(method+path, func(t *testing.T) {
+				wantStatus(t, c.do(method, path, nil), http.StatusOK)
+			})
+		}
+	}
+}
