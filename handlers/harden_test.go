@@ -125,3 +125,24 @@ func TestStaticFiles_NoListing(t *testing.T) {
 		}
 	}
 }
+
+// Every response, a page, a file or an error, forbids framing and sniffing.
+func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c := app.newClient(t)
+	want := map[string]string{
+		"X-Frame-Options":         "DENY",
+		"Content-Security-Policy": "frame-ancestors 'none'",
+		"X-Content-Type-Options":  "nosniff",
+		"Referrer-Policy":         "same-origin",
+	}
+	for _, path := range []string{"/", "/login", "/static/app.css", "/no-such-page", "/orders/x%00"} {
+		resp := c.do("GET", path, nil)
+		for k, v := range want {
+			if got := resp.Header.Get(k); got != v {
+				t.Errorf("GET %s: %s %q, want %q", path, k, got, v)
+			}
+		}
+	}
+}

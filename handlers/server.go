@@ -96,7 +96,7 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Use(s.recover, s.metricsMiddleware(), bodyLimit(), readableInput, crossOriginProtection())
+	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), bodyLimit(), readableInput, crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
