@@ -292,7 +292,7 @@ type EventService interface {
 	// would change its price.
 	UpdateEvent(ctx context.Context, id int64, in EventInput) (*Event, error)
 	// PublishEvent puts a draft event on sale. Errors: ENOTFOUND; ECONFLICT
-	// if it is not a draft.
+	// if it is not a draft or its sale has already ended.
 	PublishEvent(ctx context.Context, id int64) (*Event, error)
 	// CloseEvent ends a draft or on-sale event. Errors: ENOTFOUND; ECONFLICT
 	// if it is closed already.
