@@ -8,6 +8,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // Input that is not text (a NUL byte, invalid UTF-8) anywhere PostgreSQL
@@ -144,5 +147,28 @@ func TestSecurityHeaders(t *testing.T) {
 				t.Errorf("GET %s: %s %q, want %q", path, k, got, v)
 			}
 		}
+	}
+}
+
+// The home page says a queue is open rather than when it opened.
+func TestHome_OnSaleNow(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	open := app.openEvent(t)
+	later := app.newEvent(t, time.Now().Add(24*time.Hour), time.Now().Add(48*time.Hour), false)
+	d := doc(t, app.newClient(t).do("GET", "/", nil))
+	sale := map[string]string{}
+	d.Find(`[data-testid="event-card"]`).Each(func(_ int, card *goquery.Selection) {
+		href := card.Find(`[data-testid="event-link"]`).AttrOr("href", "")
+		sale[href] = strings.TrimSpace(card.Find(`[data-testid="event-sale"]`).Text())
+	})
+	if len(sale) != 2 {
+		t.Fatalf("home lists %v, want 2 events", sale)
+	}
+	if got := sale[fmt.Sprintf("/events/%d", open.ID)]; got != "On sale now: the queue is open" {
+		t.Errorf("open event says %q, want that it is on sale now", got)
+	}
+	if got := sale[fmt.Sprintf("/events/%d", later.ID)]; !strings.HasPrefix(got, "Queue opens ") {
+		t.Errorf("later event says %q, want when its queue opens", got)
 	}
 }

@@ -33,7 +33,7 @@ func (s *Server) handleHome(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"events": out})
 	}
-	return render(c, http.StatusOK, views.Home(events))
+	return render(c, http.StatusOK, views.Home(events, s.Now()))
 }
 
 // handleHealthz handles GET /healthz: 200 while the process runs.
