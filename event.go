@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/text/currency"
 )
 
 // Event statuses.
@@ -170,8 +172,7 @@ func (in *EventInput) Normalize() {
 }
 
 var (
-	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
-	colorRE    = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
+	colorRE = regexp.MustCompile(`^#[0-9a-fA-F]{6}$`)
 )
 
 // Validate returns an EINVALID error naming every bad field at once, or nil.
@@ -179,9 +180,10 @@ var (
 // characters), "description" (at most MaxDescriptionLen), "time_zone" (an
 // IANA name), "starts_at" (set, not before the queue opens),
 // "queue_opens_at" (set), "sale_ends_at" (set, after the queue opens),
-// "currency" (three capital letters), "max_per_account" (1 to
+// "currency" (an ISO 4217 code that golang.org/x/text/currency knows), "max_per_account" (1 to
 // MaxPerAccountLimit), "hold_ttl" and "token_ttl" (whole seconds up to
-// MaxHoldTTL and MaxTokenTTL), "admission_rate" (1 to MaxAdmissionRate),
+// MaxHoldTTL and MaxTokenTTL; the token's at least the hold's, so that a
+// fan's entry token outlasts the seats held), "admission_rate" (1 to MaxAdmissionRate),
 // "max_admitted" (0 or more), "grades" (1 to MaxGrades), and per grade
 // "grades[i].code" (1 to 8 ASCII letters or digits, unique), "grades[i].name"
 // (1 to MaxGradeNameLen characters), "grades[i].price" (1 to MaxPrice minor
@@ -222,8 +224,8 @@ func (in *EventInput) Validate() error {
 			f["starts_at"] = "The event cannot start before the queue opens."
 		}
 	}
-	if !currencyRE.MatchString(in.Currency) {
-		f["currency"] = "Use a three-letter currency code such as KRW."
+	if _, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 {
+		f["currency"] = "Use an ISO 4217 currency code such as KRW."
 	}
 	if in.MaxPerAccount < 1 || in.MaxPerAccount > MaxPerAccountLimit {
 		f["max_per_account"] = fmt.Sprintf("Allow 1 to %d tickets per account.", MaxPerAccountLimit)
@@ -233,6 +235,8 @@ func (in *EventInput) Validate() error {
 	}
 	if in.TokenTTL < time.Second || in.TokenTTL > MaxTokenTTL || in.TokenTTL%time.Second != 0 {
 		f["token_ttl"] = fmt.Sprintf("Let entry tokens last 1 to %d whole seconds.", int(MaxTokenTTL/time.Second))
+	} else if _, bad := f["hold_ttl"]; !bad && in.TokenTTL < in.HoldTTL {
+		f["token_ttl"] = fmt.Sprintf("Let entry tokens last at least as long as a hold (%d seconds), or fans lose their seats before they can check out.", int(in.HoldTTL/time.Second))
 	}
 	if in.AdmissionRate < 1 || in.AdmissionRate > MaxAdmissionRate {
 		f["admission_rate"] = fmt.Sprintf("Admit 1 to %d fans per second.", MaxAdmissionRate)
@@ -288,7 +292,7 @@ type EventService interface {
 	// would change its price.
 	UpdateEvent(ctx context.Context, id int64, in EventInput) (*Event, error)
 	// PublishEvent puts a draft event on sale. Errors: ENOTFOUND; ECONFLICT
-	// if it is not a draft.
+	// if it is not a draft or its sale has already ended.
 	PublishEvent(ctx context.Context, id int64) (*Event, error)
 	// CloseEvent ends a draft or on-sale event. Errors: ENOTFOUND; ECONFLICT
 	// if it is closed already.

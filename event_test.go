@@ -93,6 +93,11 @@ func TestEventInput_Validate(t *testing.T) {
 			in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate, in.MaxAdmitted = 21, 1500*time.Millisecond, 7201*time.Second, 100001, -1
 		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_admitted"}},
 		{"Currency", func(in *boxoffice.EventInput) { in.Currency = "WON!" }, []string{"currency"}},
+		{"CurrencyNotISO", func(in *boxoffice.EventInput) { in.Currency = "ABC" }, []string{"currency"}},
+		{"CurrencyTooLong", func(in *boxoffice.EventInput) { in.Currency = "KRWX" }, []string{"currency"}},
+		{"OKCurrencyEUR", func(in *boxoffice.EventInput) { in.Currency = "EUR" }, nil},
+		{"TokenShorterThanHold", func(in *boxoffice.EventInput) { in.HoldTTL, in.TokenTTL = 300*time.Second, 299*time.Second }, []string{"token_ttl"}},
+		{"OKTokenAsLongAsHold", func(in *boxoffice.EventInput) { in.HoldTTL, in.TokenTTL = 300*time.Second, 300*time.Second }, nil},
 		{"Grades", func(in *boxoffice.EventInput) {
 			in.Grades = []boxoffice.Grade{
 				{Code: "R S", Name: "R", Price: 1, Color: "#000000"},

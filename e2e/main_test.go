@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,7 +88,9 @@ func startApp(t *testing.T, env ...string) *app {
 	a := &app{
 		URL:         fmt.Sprintf("http://127.0.0.1:%d", port),
 		DatabaseURL: storetest.NewDatabaseURL(t),
-		RedisPrefix: storetest.NewRedisPrefix(),
+		// Its keys are deleted after the app stops: t.Cleanup runs last
+		// what was registered first.
+		RedisPrefix: storetest.MustOpenRedis(t).Prefix,
 	}
 	cmd := exec.Command(binary, "serve")
 	cmd.Env = append(os.Environ(),
@@ -135,6 +138,35 @@ func startApp(t *testing.T, env ...string) *app {
 	}
 	t.Fatalf("boxoffice did not become ready at %s", a.URL)
 	return nil
+}
+
+// The app's Redis keys are gone once its test ends.
+func TestStartApp_DeletesRedisKeys(t *testing.T) {
+	var prefix string
+	t.Run("App", func(t *testing.T) {
+		a := startApp(t)
+		prefix = a.RedisPrefix
+		resp, err := http.PostForm(a.URL+"/signup", url.Values{"email": {"keys@example.com"}, "password": {"correct horse"}, "name": {"Keys"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if n := redisKeys(t, prefix); n == 0 {
+			t.Fatalf("no Redis keys under %s after a sign-up, want a session", prefix)
+		}
+	})
+	if n := redisKeys(t, prefix); n != 0 {
+		t.Errorf("%d Redis keys under %s after the test, want 0", n, prefix)
+	}
+}
+
+func redisKeys(t *testing.T, prefix string) int {
+	t.Helper()
+	keys, err := storetest.MustOpenRedis(t).Client.Keys(context.Background(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(keys)
 }
 
 func freePort(t *testing.T) int {

@@ -66,11 +66,19 @@ func pathID(c echo.Context, message string) (int64, error) {
 	return id, nil
 }
 
-// bodyLimit refuses request bodies over MaxBodyBytes with 413, except on
-// the seat-map import, whose route sets its own, larger limit.
+// bodyLimit refuses request bodies over MaxBodyBytes with 413, and on the
+// seat-map import those over maxSeatMapUploadBytes. It runs before
+// readableInput parses forms, so no route reads more than its limit.
 func bodyLimit() echo.MiddlewareFunc {
-	return middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{
-		Limit:   strconv.Itoa(MaxBodyBytes),
-		Skipper: func(c echo.Context) bool { return c.Path() == seatMapImportPath },
-	})
+	small := middleware.BodyLimit(strconv.Itoa(MaxBodyBytes))
+	upload := middleware.BodyLimit(strconv.Itoa(maxSeatMapUploadBytes))
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		smallNext, uploadNext := small(next), upload(next)
+		return func(c echo.Context) error {
+			if c.Path() == seatMapImportPath {
+				return uploadNext(c)
+			}
+			return smallNext(c)
+		}
+	}
 }

@@ -92,8 +92,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 // errServiceDown is what people see when PostgreSQL or Redis does not answer.
 var errServiceDown = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The box office is briefly unavailable. Please try again in a few seconds.")
 
-// fromEcho replaces echo's own errors with the contract's, and a failure to
-// reach PostgreSQL or Redis with EUNAVAILABLE.
+// fromEcho replaces echo's own errors with the contract's, a failure to
+// reach PostgreSQL or Redis with EUNAVAILABLE, and PostgreSQL's refusal of
+// characters (unreadableText) with EBADREQUEST.
 func fromEcho(err error) error {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
@@ -102,6 +103,8 @@ func fromEcho(err error) error {
 		}
 	} else if unreachable(err) {
 		return fmt.Errorf("%w (%w)", errServiceDown, err)
+	} else if unreadableText(err) {
+		return fmt.Errorf("%w (%w)", errUnreadable, err)
 	}
 	return err
 }
@@ -122,6 +125,19 @@ func unreachable(err error) bool {
 		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57")
 	}
 	return false
+}
+
+// unreadableText reports whether err is PostgreSQL refusing characters of
+// text: SQLSTATE 22021 (character_not_in_repertoire: a NUL byte or invalid
+// UTF-8) or 22P05 (untranslatable_character). Like unreachable, it looks at
+// behaviour, not at the driver's types.
+func unreadableText(err error) bool {
+	var state interface{ SQLState() string }
+	if !errors.As(err, &state) {
+		return false
+	}
+	code := state.SQLState()
+	return code == "22021" || code == "22P05"
 }
 
 // statusOf returns the HTTP status for err's code (500 for unknown errors).

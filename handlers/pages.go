@@ -2,7 +2,10 @@ package handlers
 
 import (
 	"context"
+	"io/fs"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -30,7 +33,7 @@ func (s *Server) handleHome(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, map[string]any{"events": out})
 	}
-	return render(c, http.StatusOK, views.Home(events))
+	return render(c, http.StatusOK, views.Home(events, s.Now()))
 }
 
 // handleHealthz handles GET /healthz: 200 while the process runs.
@@ -56,11 +59,17 @@ func (s *Server) handleReadyz(c echo.Context) error {
 }
 
 // staticFiles serves the embedded CSS, scripts and favicon (GET and HEAD),
-// cached for a day: their content changes only with a deploy.
+// cached for a day: their content changes only with a deploy. A directory
+// is not a file: /static/ answers 404, not a listing.
 func staticFiles() echo.HandlerFunc {
-	files := http.FileServerFS(static.FS)
-	return echo.WrapHandler(http.StripPrefix("/static", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Cache-Control", "public, max-age=86400")
-		files.ServeHTTP(w, r)
-	})))
+	files := http.StripPrefix("/static", http.FileServerFS(static.FS))
+	return func(c echo.Context) error {
+		name := path.Clean(strings.TrimPrefix(c.Request().URL.Path, "/static/"))
+		if info, err := fs.Stat(static.FS, name); err != nil || info.IsDir() {
+			return echo.ErrNotFound
+		}
+		c.Response().Header().Set("Cache-Control", "public, max-age=86400")
+		files.ServeHTTP(c.Response(), c.Request())
+		return nil
+	}
 }

@@ -42,10 +42,17 @@ func (a *testApp) newEvent(t *testing.T, opens, ends time.Time, draft bool) *box
 	if err != nil {
 		t.Fatalf("create event: %v %v", err, boxoffice.ErrorProblems(err))
 	}
-	if !draft {
+	switch {
+	case draft:
+	case ends.After(time.Now()):
 		if ev, err = a.Srv.Events.PublishEvent(ctx, ev.ID); err != nil {
 			t.Fatal(err)
 		}
+	default: // a sale that ended while on sale: PublishEvent refuses ended sales
+		if _, err := a.DB.Pool.Exec(ctx, `UPDATE event SET status = 'on_sale' WHERE id = $1`, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+		ev.Status = boxoffice.EventOnSale
 	}
 	return ev
 }

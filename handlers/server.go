@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +96,7 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Use(s.recover, s.metricsMiddleware(), bodyLimit(), crossOriginProtection())
+	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), bodyLimit(), readableInput, crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
@@ -114,13 +113,13 @@ func (s *Server) Handler() http.Handler {
 	app.POST("/logout", s.handleLogout)
 
 	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
-	// import has its own body limit (bodyLimit skips it).
+	// import has its own, larger body limit (bodyLimit).
 	admin := app.Group("/admin", requireAdmin)
 	admin.GET("", s.handleAdmin)
 	admin.GET("/venues", s.handleAdminVenues)
 	admin.GET("/venues/new", s.handleAdminVenueNew)
 	admin.POST("/venues", s.handleAdminVenueGenerate)
-	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport, middleware.BodyLimit(strconv.Itoa(maxSeatMapUploadBytes)))
+	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport)
 	admin.GET("/venues/:id", s.handleAdminVenue)
 	admin.GET("/venues/:id/seats.csv", s.handleAdminVenueSeatsCSV)
 	admin.POST("/venues/:id/name", s.handleAdminVenueRename)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
 )
@@ -42,7 +44,9 @@ type WebhookEvent struct {
 // ParseWebhook reads a webhook body strictly: at most MaxWebhookBytes, one
 // JSON object and nothing after it, eventType PAYMENT_STATUS_CHANGED, and a
 // payment with a paymentKey and an orderId. Fields it does not model are
-// ignored, since Toss adds fields over time. It never panics.
+// ignored, since Toss adds fields over time. The body must be valid UTF-8
+// and no string in it may hold a NUL byte (PostgreSQL stores neither in
+// text). It never panics.
 //
 // Payment-status webhooks carry no signature, so the body proves nothing: a
 // caller uses it only to learn which payment to look at, verifies it with
@@ -63,6 +67,9 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%w: data after the JSON object", ErrWebhookMalformed)
 	}
+	if !readableJSON(body) {
+		return nil, fmt.Errorf("%w: a string holds a NUL byte or invalid UTF-8", ErrWebhookMalformed)
+	}
 	if ev.EventType == "" {
 		return nil, fmt.Errorf("%w: no eventType", ErrWebhookMalformed)
 	}
@@ -73,4 +80,23 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 		return nil, fmt.Errorf("%w: no paymentKey or orderId", ErrWebhookMalformed)
 	}
 	return &ev, nil
+}
+
+// readableJSON reports whether body, a JSON text that decoded, is valid
+// UTF-8 (encoding/json would silently replace bad bytes) and none of its
+// strings, keys included, holds a NUL byte (written \u0000).
+func readableJSON(body []byte) bool {
+	if !utf8.Valid(body) {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+			return false
+		}
+	}
 }

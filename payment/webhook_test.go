@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
@@ -57,6 +58,12 @@ func TestParseWebhook(t *testing.T) {
 		{"WrongType", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":1}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"NoPaymentKey", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"orderId":"order-1"}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"NoOrderID", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk"}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"NULInPaymentKey", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"ab\u0000c","orderId":"order-1"}}`,
+			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"NULInIgnoredField", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk","orderId":"order-1","x\u0000":"y"}}`,
+			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"InvalidUTF8InOrderID", "{\"eventType\":\"PAYMENT_STATUS_CHANGED\",\"data\":{\"paymentKey\":\"pk\",\"orderId\":\"order-\xff\"}}",
+			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"UnknownEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"pk","orderId":"order-1"}}`,
 			payment.ErrUnknownEventType, boxoffice.EBADREQUEST},
 	}
@@ -80,6 +87,7 @@ func FuzzParseWebhook(f *testing.F) {
 	f.Add([]byte(`{"eventType":"DEPOSIT_CALLBACK"}`))
 	f.Add([]byte(`{"data":{"failure":{"code":"X"}}}{}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"p\u0000k","orderId":"o\xff"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		ev, err := payment.ParseWebhook(body)
 		if (ev == nil) == (err == nil) {
@@ -87,6 +95,13 @@ func FuzzParseWebhook(f *testing.F) {
 		}
 		if err == nil && (ev.EventType != payment.EventPaymentStatusChanged || ev.Data.PaymentKey == "" || ev.Data.OrderID == "") {
 			t.Fatalf("accepted %+v", ev)
+		}
+		if err == nil {
+			for _, s := range []string{ev.EventType, ev.CreatedAt, ev.Data.PaymentKey, ev.Data.OrderID, ev.Data.Status, ev.Data.Currency, ev.Data.Method} {
+				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+					t.Fatalf("accepted the unreadable string %q", s)
+				}
+			}
 		}
 		if err != nil && boxoffice.ErrorCode(err) == boxoffice.EINTERNAL {
 			t.Fatalf("error %v is not a *boxoffice.Error", err)

@@ -38,7 +38,7 @@ func TestEvents_OpenQueues(t *testing.T) {
 	}
 	in := eventInput(f.venue.ID, "R", "S", "A")
 	in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = "Tuned", now.Add(-time.Hour), now.Add(time.Hour), now.Add(2*time.Hour)
-	in.AdmissionRate, in.MaxAdmitted, in.TokenTTL = 7, 3, 90*time.Second
+	in.AdmissionRate, in.MaxAdmitted, in.HoldTTL, in.TokenTTL = 7, 3, 60*time.Second, 90*time.Second
 	tuned := mustCreateEvent(t, f.es, in)
 	if _, err := f.es.PublishEvent(ctx, tuned.ID); err != nil {
 		t.Fatal(err)

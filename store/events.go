@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -287,23 +288,28 @@ func gradePrices(grades []boxoffice.Grade) []int64 {
 	return prices
 }
 
-// PublishEvent puts a draft event on sale with one conditional UPDATE, so of
-// many concurrent calls exactly one succeeds. Errors: ENOTFOUND; ECONFLICT if
-// the event is on sale or closed already.
+// PublishEvent puts a draft event whose sale has not ended on sale, with one
+// conditional UPDATE, so of many concurrent calls exactly one succeeds.
+// Errors: ENOTFOUND; ECONFLICT if the event is on sale or closed already, or
+// if its sale ended (sale_ends_at at or before s.DB.Now()).
 func (s *Events) PublishEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
-	return s.setStatus(ctx, id, boxoffice.EventOnSale, boxoffice.EventDraft)
+	now := s.DB.Now()
+	return s.setStatus(ctx, id, boxoffice.EventOnSale, &now, boxoffice.EventDraft)
 }
 
 // CloseEvent closes a draft or on-sale event (conditional UPDATE, as
 // PublishEvent). Errors: ENOTFOUND; ECONFLICT if it is closed already.
 func (s *Events) CloseEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
-	return s.setStatus(ctx, id, boxoffice.EventClosed, boxoffice.EventDraft, boxoffice.EventOnSale)
+	return s.setStatus(ctx, id, boxoffice.EventClosed, nil, boxoffice.EventDraft, boxoffice.EventOnSale)
 }
 
-func (s *Events) setStatus(ctx context.Context, id int64, to string, from ...string) (*boxoffice.Event, error) {
+// setStatus moves the event from one of the statuses from to to, and, when
+// saleOpenAt is set, only if its sale ends after that time.
+func (s *Events) setStatus(ctx context.Context, id int64, to string, saleOpenAt *time.Time, from ...string) (*boxoffice.Event, error) {
 	var ev *boxoffice.Event
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE event SET status = $2, updated_at = now() WHERE id = $1 AND status = ANY($3)`, id, to, from)
+		tag, err := tx.Exec(ctx, `UPDATE event SET status = $2, updated_at = now()
+			WHERE id = $1 AND status = ANY($3) AND ($4::timestamptz IS NULL OR sale_ends_at > $4)`, id, to, from, saleOpenAt)
 		if err != nil {
 			return fmt.Errorf("set event %d status: %w", id, err)
 		}
@@ -311,10 +317,13 @@ func (s *Events) setStatus(ctx context.Context, id int64, to string, from ...str
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return statusConflict(ev.Status)
+		if tag.RowsAffected() > 0 {
+			return nil
 		}
-		return nil
+		if slices.Contains(from, ev.Status) {
+			return boxoffice.Errorf(boxoffice.ECONFLICT, "The sale of this event has already ended. Move its end later to publish it.")
+		}
+		return statusConflict(ev.Status)
 	})
 	if err != nil {
 		return nil, err

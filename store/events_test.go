@@ -442,6 +442,43 @@ func TestEvents_Status(t *testing.T) {
 	wantCode(t, err, boxoffice.ENOTFOUND)
 }
 
+// An event whose sale has ended cannot be put on sale: nobody could buy.
+func TestEvents_PublishEvent_SaleEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	f.db.Now = func() time.Time { return now }
+	tests := []struct {
+		name     string
+		saleEnds time.Time
+		want     string
+	}{
+		{"Ended", now.Add(-time.Hour), boxoffice.ECONFLICT},
+		{"EndsNow", now, boxoffice.ECONFLICT},
+		{"EndsLater", now.Add(time.Second), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := eventInput(f.venue.ID, "R", "S", "A")
+			in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = tt.saleEnds.Add(-48*time.Hour), tt.saleEnds, tt.saleEnds.Add(time.Hour)
+			ev := mustCreateEvent(t, f.es, in)
+			got, err := f.es.PublishEvent(ctx, ev.ID)
+			wantCode(t, err, tt.want)
+			if tt.want != "" {
+				if !strings.Contains(boxoffice.ErrorMessage(err), "already ended") {
+					t.Errorf("message %q, want it to say the sale has ended", boxoffice.ErrorMessage(err))
+				}
+				if got, err = f.es.FindEventByID(ctx, ev.ID); err != nil || got.Status != boxoffice.EventDraft {
+					t.Errorf("after the refusal: %v, %v; want the draft unchanged", got, err)
+				}
+			} else if got.Status != boxoffice.EventOnSale {
+				t.Errorf("PublishEvent = status %s, want on_sale", got.Status)
+			}
+		})
+	}
+}
+
 func TestEvents_SetAdmission(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -484,15 +521,17 @@ func TestEvents_FindEvents(t *testing.T) {
 		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = title, opens, opens.Add(48*time.Hour), opens.Add(72*time.Hour)
 		return mustCreateEvent(t, f.es, in)
 	}
-	ended := mk("Ended", now.Add(-72*time.Hour))  // sale ended a day ago
-	later := mk("Later", now.Add(24*time.Hour))   // on sale, queue opens tomorrow
-	running := mk("Running", now.Add(-time.Hour)) // on sale, queue open
-	draft := mk("Draft", now.Add(-2*time.Hour))   // stays a draft
+	ended := mk("Ended", now.Add(-72*time.Hour))                    // sale ended a day ago
+	later := mk("Later", now.Add(24*time.Hour))                     // on sale, queue opens tomorrow
+	running := mk("Running", now.Add(-time.Hour))                   // on sale, queue open
+	draft := mk("Draft", now.Add(-2*time.Hour))                     // stays a draft
+	f.db.Now = func() time.Time { return now.Add(-72 * time.Hour) } // publish before any sale ended
 	for _, e := range []*boxoffice.Event{ended, later, running} {
 		if _, err := f.es.PublishEvent(ctx, e.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
+	f.db.Now = func() time.Time { return now }
 	titles := func(filter boxoffice.EventFilter) []string {
 		events, err := f.es.FindEvents(ctx, filter)
 		if err != nil {
@@ -535,6 +574,7 @@ func TestEvents_BerlinDSTOpening(t *testing.T) {
 		t.Fatal(err)
 	}
 	in.SaleEndsAt, in.StartsAt = in.QueueOpensAt.Add(24*time.Hour), in.QueueOpensAt.Add(48*time.Hour)
+	f.db.Now = func() time.Time { return in.QueueOpensAt } // published while the sale ran
 	ev := mustCreateEvent(t, f.es, in)
 	if ev, err = f.es.PublishEvent(ctx, ev.ID); err != nil {
 		t.Fatal(err)
