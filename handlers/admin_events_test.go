@@ -34,9 +34,9 @@ func adminEvent(t *testing.T, app *testApp, venueID int64, title string) *boxoff
 	t.Helper()
 	in := boxoffice.NewEventInput()
 	in.VenueID, in.Title = venueID, title
-	in.QueueOpensAt = time.Date(2026, 12, 1, 1, 0, 30, 0, time.UTC)
-	in.SaleEndsAt = time.Date(2026, 12, 20, 14, 59, 45, 0, time.UTC)
-	in.StartsAt = time.Date(2026, 12, 24, 10, 30, 15, 0, time.UTC)
+	in.QueueOpensAt = time.Date(2030, 12, 1, 1, 0, 30, 0, time.UTC)
+	in.SaleEndsAt = time.Date(2030, 12, 20, 14, 59, 45, 0, time.UTC)
+	in.StartsAt = time.Date(2030, 12, 24, 10, 30, 15, 0, time.UTC)
 	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"}, {Code: "S", Name: "S seat", Price: 90000, Color: "#e67e22"}}
 	e, err := app.Srv.Events.CreateEvent(context.Background(), in)
 	if err != nil {
@@ -105,9 +105,9 @@ func TestAdminEvents_Create(t *testing.T) {
 		d := doc(t, admin.do("GET", fmt.Sprintf("/admin/events/new?venue_id=%d", v.ID), nil))
 		f := formValues(t, d, `[data-testid="event-form"]`)
 		f.Set("title", "  New Year Concert ")
-		f.Set("queue_opens_at", "2026-12-01T20:00")
-		f.Set("sale_ends_at", "2026-12-31T18:00")
-		f.Set("starts_at", "2026-12-31T22:30")
+		f.Set("queue_opens_at", "2030-12-01T20:00")
+		f.Set("sale_ends_at", "2030-12-31T18:00")
+		f.Set("starts_at", "2030-12-31T22:30")
 		f.Set("grades[0].name", "Royal")
 		f.Set("grades[0].price", "150000")
 		f.Set("grades[1].price", "90000")
@@ -123,7 +123,7 @@ func TestAdminEvents_Create(t *testing.T) {
 		if e.Title != "New Year Concert" || e.Status != boxoffice.EventDraft || e.MaxAdmitted != 50 {
 			t.Errorf("event %q %s cap %d, want the draft New Year Concert with cap 50", e.Title, e.Status, e.MaxAdmitted)
 		}
-		want := []time.Time{time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC), time.Date(2026, 12, 31, 9, 0, 0, 0, time.UTC), time.Date(2026, 12, 31, 13, 30, 0, 0, time.UTC)}
+		want := []time.Time{time.Date(2030, 12, 1, 11, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 9, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 13, 30, 0, 0, time.UTC)}
 		if got := []time.Time{e.QueueOpensAt, e.SaleEndsAt, e.StartsAt}; !got[0].Equal(want[0]) || !got[1].Equal(want[1]) || !got[2].Equal(want[2]) {
 			t.Errorf("times %v, want %v (the wall clocks in Asia/Seoul)", got, want)
 		}
@@ -144,9 +144,9 @@ func TestAdminEvents_Create(t *testing.T) {
 		{"ErrEverything", func(f url.Values) {
 			f.Set("venue_id", "")
 			f.Set("title", " ")
-			f.Set("starts_at", "2026-12-01T10:00")
-			f.Set("queue_opens_at", "2026-12-01T12:00")
-			f.Set("sale_ends_at", "2026-12-01T11:00")
+			f.Set("starts_at", "2030-12-01T10:00")
+			f.Set("queue_opens_at", "2030-12-01T12:00")
+			f.Set("sale_ends_at", "2030-12-01T11:00")
 			f.Set("currency", "KR")
 			f.Set("max_per_account", "50")
 			f.Set("hold_ttl", "")
@@ -180,9 +180,9 @@ func TestAdminEvents_Create(t *testing.T) {
 			d := doc(t, admin.do("GET", fmt.Sprintf("/admin/events/new?venue_id=%d", v.ID), nil))
 			f := formValues(t, d, `[data-testid="event-form"]`)
 			f.Set("title", "Refused")
-			f.Set("queue_opens_at", "2026-12-01T20:00")
-			f.Set("sale_ends_at", "2026-12-31T18:00")
-			f.Set("starts_at", "2026-12-31T22:30")
+			f.Set("queue_opens_at", "2030-12-01T20:00")
+			f.Set("sale_ends_at", "2030-12-31T18:00")
+			f.Set("starts_at", "2030-12-31T22:30")
 			f.Set("grades[0].price", "150000")
 			f.Set("grades[1].price", "90000")
 			tt.edit(f)
@@ -254,8 +254,8 @@ func TestAdminEvents_TimeZoneRoundTrip(t *testing.T) {
 	t.Run("Seoul", func(t *testing.T) {
 		e := adminEvent(t, app, v.ID, "Seoul")
 		f := formValues(t, doc(t, admin.do("GET", fmt.Sprintf("/admin/events/%d/edit", e.ID), nil)), `[data-testid="event-form"]`)
-		if got := f.Get("queue_opens_at"); got != "2026-12-01T10:00" {
-			t.Errorf("queue opens shown as %q, want Seoul's wall clock 2026-12-01T10:00", got)
+		if got := f.Get("queue_opens_at"); got != "2030-12-01T10:00" {
+			t.Errorf("queue opens shown as %q, want Seoul's wall clock 2030-12-01T10:00", got)
 		}
 		check(t, e)
 	})
