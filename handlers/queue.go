@@ -176,21 +176,32 @@ func soldOut(e *boxoffice.Event) bool {
 	return len(e.Grades) > 0 && left == 0
 }
 
-// handleWaitingRoom handles GET /events/:id/queue: the waiting room. A
-// reload keeps the place (the position is read, never taken again);
-// ?entry=expired is where requireEntry sends a fan whose entry ran out.
-func (s *Server) handleWaitingRoom(c echo.Context) error {
+// readPosition reads the event of the request's :id, the session's place in
+// its line and the position there. A nil event means err is the answer (no
+// such event); otherwise err is the position's error, for the view to show.
+func (s *Server) readPosition(c echo.Context) (*boxoffice.Event, queuePlace, boxoffice.QueuePosition, error) {
 	id, err := eventID(c)
 	if err != nil {
-		return err
+		return nil, queuePlace{}, boxoffice.QueuePosition{}, err
 	}
 	ctx := c.Request().Context()
 	e, err := s.liveEvent(ctx, id)
 	if err != nil {
-		return err
+		return nil, queuePlace{}, boxoffice.QueuePosition{}, err
 	}
 	pl := s.queuePlace(ctx, id)
 	p, err := s.position(ctx, e, pl)
+	return e, pl, p, err
+}
+
+// handleWaitingRoom handles GET /events/:id/queue: the waiting room. A
+// reload keeps the place (the position is read, never taken again);
+// ?entry=expired is where requireEntry sends a fan whose entry ran out.
+func (s *Server) handleWaitingRoom(c echo.Context) error {
+	e, pl, p, err := s.readPosition(c)
+	if e == nil {
+		return err
+	}
 	v, err := s.queueView(e, p, err, pl)
 	if err != nil {
 		return err
@@ -206,17 +217,10 @@ func (s *Server) handleWaitingRoom(c echo.Context) error {
 // the waiting room's state fragment (200 whatever the state, so that
 // htmx's poll swaps it in).
 func (s *Server) handleQueueStatus(c echo.Context) error {
-	id, err := eventID(c)
-	if err != nil {
+	e, pl, p, err := s.readPosition(c)
+	if e == nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	e, err := s.liveEvent(ctx, id)
-	if err != nil {
-		return err
-	}
-	pl := s.queuePlace(ctx, id)
-	p, err := s.position(ctx, e, pl)
 	if wantsJSON(c) {
 		if err != nil {
 			return err
