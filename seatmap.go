@@ -111,8 +111,9 @@ func (o SeatMapOptions) Parse(filename string, data []byte) ([]Seat, error) {
 //
 // Errors: one EINVALID *Error whose Details["problems"] (see ErrorProblems)
 // lists every problem at once, each naming its line (1-based, the header
-// counted): an empty field, a section over MaxSectionLen characters, a row or
-// number that is not a whole number from 1 to 9999 without a leading zero, a
+// counted): an empty field, a section over MaxSectionLen characters or with
+// a control character or one of < > " ` \ (sectionMarkup), a row or number
+// that is not a whole number from 1 to 9999 without a leading zero, a
 // grade that is not 1 to 8 ASCII letters or digits or not in o.Grades, an x or
 // y that is not a finite number within ±MaxSeatCoordinate, a wrong number of
 // columns, a duplicate seat (same section-row-number), a malformed quote, more
@@ -246,7 +247,7 @@ func isSeatCSVHeader(rec []string) bool {
 // Errors: one EINVALID *Error as ParseCSV's, each problem naming its JSON
 // path (for example `zones[2].rows[0].seats[5].category`): invalid JSON (with
 // line and column), a member missing or of the wrong type, an empty zone
-// name, a row or seat number that is not a whole number from 1 to 9999, a
+// name or one ParseCSV refuses as a section, a row or seat number that is not a whole number from 1 to 9999, a
 // category name that is not a valid grade code or not in o.Grades, a seat
 // whose category the plan does not list, a duplicate seat, more than
 // MaxSeats seats, no seats, or a file over MaxSeatMapBytes.
@@ -517,7 +518,8 @@ type SectionSpec struct {
 //
 // Errors: EINVALID with Fields naming every bad input at once, keyed
 // "sections" (none given, more than MaxSeats seats in all) and
-// "sections[i].name" (empty, too long, repeated), "sections[i].rows"
+// "sections[i].name" (empty, too long, with a control character or one of
+// < > " ` \, repeated), "sections[i].rows"
 // (1 to MaxSectionRows), "sections[i].seats_per_row" (1 to MaxSectionSeats)
 // and "sections[i].grade" (1 to 8 ASCII letters or digits), i counting from 0.
 func GenerateSeats(sections []SectionSpec) ([]Seat, error) {
@@ -673,6 +675,12 @@ func checkSeat(s Seat, allowed map[string]bool, report func(field, problem strin
 	checkGrade(s.Grade, allowed, func(problem string) { report("grade", problem) })
 }
 
+// sectionMarkup are the characters a section name may not hold: no hall
+// names its sections with them, and they are what turns text into markup or
+// code (HTML, SVG, scripts, CSV readers) wherever a seat label travels, to
+// pages, tickets, URLs and the outbox's consumers.
+const sectionMarkup = "<>\"`\\"
+
 func checkSection(s string, report func(problem string)) {
 	switch {
 	case s == "":
@@ -681,6 +689,8 @@ func checkSection(s string, report func(problem string)) {
 		report(fmt.Sprintf("is longer than %d characters", MaxSectionLen))
 	case strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
 		report("contains a control character")
+	case strings.ContainsAny(s, sectionMarkup):
+		report("may not contain the characters < > \" ` \\")
 	}
 }
 

@@ -77,6 +77,16 @@ func TestParseSeatCSV(t *testing.T) {
 		{"SectionTooLong", strings.Repeat("S", 41) + ",1,1,R\nA\x07,1,1,R\n", boxoffice.SeatMapOptions{}, []string{
 			"line 1: section is longer than 40 characters",
 			"line 2: section contains a control character"}, 0},
+		// A section name is text that travels as a seat label to pages,
+		// tickets, URLs and the outbox: markup characters are refused, the
+		// punctuation real halls use is not.
+		{"SectionMarkup", "\"\"\"><svg onload=alert(1)>\",1,1,R\n<b>,1,1,R\n`x`,1,1,R\nA\\B,1,1,R\n\"Box \"\"A\"\"\",1,1,R\n", boxoffice.SeatMapOptions{}, []string{
+			"line 1: section may not contain the characters < > \" ` \\",
+			"line 2: section may not contain the characters < > \" ` \\",
+			"line 3: section may not contain the characters < > \" ` \\",
+			"line 4: section may not contain the characters < > \" ` \\",
+			"line 5: section may not contain the characters < > \" ` \\"}, 0},
+		{"OKSectionPunctuation", "Director's Box,1,1,R\nStalls & Circle,1,1,R\nC/D (left),1,1,R\nA-1,1,1,R\n북측 1층,1,1,R\n", boxoffice.SeatMapOptions{}, nil, 5},
 		{"ColumnCount", "A,1,1,R,0\nA,1,1,R\nA,1,2,R,0,0\nsection,row,number,grade,x\nA;1;3;R\n", boxoffice.SeatMapOptions{}, []string{
 			"line 1: has 5 fields; want 4 (section,row,number,grade) or 6 (section,row,number,grade,x,y)",
 			"line 3: has 6 fields; want 4 like the lines before",
@@ -213,6 +223,8 @@ func TestParsePretixPlan(t *testing.T) {
 			"zones[0].rows: must be an array"}},
 		{"NoCategories", `{"zones": [` + zone("A", "1", seat("1", "R", 0, 0), seat("2", "R", 12, 0)) + `]}`, boxoffice.SeatMapOptions{}, []string{"categories: is missing"}},
 		{"EmptyZoneName", plan(cats, zone(" ", "1", seat("1", "R", 0, 0))), boxoffice.SeatMapOptions{}, []string{"zones[0].name: is empty"}},
+		{"ZoneNameMarkup", plan(cats, zone(`"><img src=x onerror=alert(1)>`, "1", seat("1", "R", 0, 0))), boxoffice.SeatMapOptions{}, []string{
+			"zones[0].name: may not contain the characters < > \" ` \\"}},
 		{"RowNotNumber", plan(cats, zone("A", "AA", seat("1", "R", 0, 0))), boxoffice.SeatMapOptions{}, []string{
 			`zones[0].rows[0].row_number: must be a whole number from 1 to 9999 without a leading zero, not "AA"`}},
 		{"SeatNumberNotNumber", plan(cats, zone("A", "1", seat("1", "R", 0, 0), seat("0", "R", 12, 0))), boxoffice.SeatMapOptions{}, []string{
@@ -388,7 +400,7 @@ func TestWriteSeatCSV_RoundTrip(t *testing.T) {
 		{"HallCSV", readFile(t, hallCSV)},
 		{"ArenaCSV", readFile(t, arenaCSV)},
 		{"HallPretix", readFile(t, hallPretix)},
-		{"NoXYQuoted", []byte("\"Box, \"\"left\"\"\",1,1,R\nB,2,3,S\nB,1,1,S\n")},
+		{"NoXYQuoted", []byte("\"Box, 'left'\",1,1,R\nB,2,3,S\nB,1,1,S\n")},
 		{"Decimals", []byte("A,1,1,R,0.1,-0.30000000000000004\nA,1,2,R,1e-7,123456.789\n")},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -439,6 +451,7 @@ func TestGenerateSeats(t *testing.T) {
 		{"None", nil, []string{"sections"}},
 		{"AllAtOnce", []boxoffice.SectionSpec{{Name: "", Rows: 0, SeatsPerRow: 201, Grade: "R S"}}, []string{
 			"sections[0].name", "sections[0].rows", "sections[0].seats_per_row", "sections[0].grade"}},
+		{"Markup", []boxoffice.SectionSpec{{Name: "<script>", Rows: 1, SeatsPerRow: 1, Grade: "R"}}, []string{"sections[0].name"}},
 		{"Repeated", []boxoffice.SectionSpec{{Name: "A", Rows: 1, SeatsPerRow: 1, Grade: "R"}, {Name: "A", Rows: 1, SeatsPerRow: 1, Grade: "R"}}, []string{"sections[1].name"}},
 		{"Limits", []boxoffice.SectionSpec{{Name: strings.Repeat("x", 41), Rows: 201, SeatsPerRow: 0, Grade: ""}}, []string{
 			"sections[0].name", "sections[0].rows", "sections[0].seats_per_row", "sections[0].grade"}},

@@ -315,6 +315,11 @@ func TestAdminVenues_Import(t *testing.T) {
 		{"TooLarge", "big.csv", string(big), []string{"the file is larger than 4 MiB"}},
 		{"NotASeatMap", "photo.png", "\x89PNG\r\n\x1a\n\x00\x00\x00", []string{"the file is neither CSV (section,row,number,grade[,x,y]) nor a pretix seating plan (JSON)"}},
 		{"BadJSON", "plan.json", `{"zones": [}`, []string{"the file is not valid JSON: line 1, column 12"}},
+		// Labels with markup in them are refused, not just drawn as text
+		// (TestHTMLInData_RendersAsText): no hall names a section so.
+		{"SectionMarkupCSV", "xss.csv", "A,1,1,R\n\"\"\"><svg onload=alert(1)>\",1,1,R\n", []string{"line 2: section may not contain the characters < > \" ` \\"}},
+		{"SectionMarkupPretix", "plan.json", strings.Replace(pretixPlan, `"name": "B"`, `"name": "<img src=x onerror=alert(1)>"`, 1),
+			[]string{"zones[1].name: may not contain the characters < > \" ` \\"}},
 		{"EveryProblem", "many.csv", "A,1,1,R\nA,0,1,R\nA,1,1,S\nA,1,2,\n", []string{
 			`line 2: row must be a whole number`, "line 3: duplicate seat A-1-1 (also on line 1)", "line 4: grade is empty"}},
 	}

@@ -97,9 +97,15 @@ func TestConvexHull(t *testing.T) {
 
 func TestSeatMap_SeatsMarkup(t *testing.T) {
 	seats := generated(t,
-		boxoffice.SectionSpec{Name: `A"<&`, Rows: 1, SeatsPerRow: 2, Grade: "R"},
+		boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 2, Grade: "R"},
 		boxoffice.SectionSpec{Name: "B", Rows: 1, SeatsPerRow: 1, Grade: "S"},
 	)
+	// A section name the importers refuse, as a map made before that rule
+	// may hold: the hand-written markup escapes it all the same.
+	for i := range seats[:2] {
+		seats[i].Section = `A"<&`
+		seats[i].Label = boxoffice.SeatLabel(seats[i].Section, seats[i].Row, seats[i].Number)
+	}
 	m := NewSeatMap(testEvent(), seats)
 	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{`A"<&-1-2`: boxoffice.SeatSold}}
 	var buf bytes.Buffer
