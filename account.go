@@ -86,13 +86,31 @@ func (s *Signup) Validate() error {
 	return Invalid(f)
 }
 
+// ValidateLogin returns an EINVALID error naming "email" or "password" when
+// they are longer than any account's can be (MaxEmailLen characters,
+// MaxPasswordLen bytes: Validate refuses such at sign-up), or nil. A log-in
+// refuses them before any look-up, so a script cannot make the server hash or
+// store (as a rate-limit key) a long string.
+func ValidateLogin(email, password string) error {
+	f := map[string]string{}
+	if utf8.RuneCountInString(strings.TrimSpace(email)) > MaxEmailLen {
+		f["email"] = "That e-mail address is too long."
+	}
+	if len(password) > MaxPasswordLen {
+		f["password"] = "That password is too long: passwords have at most 72 letters or digits."
+	}
+	return Invalid(f)
+}
+
 // AccountService stores accounts and checks passwords.
 type AccountService interface {
 	// CreateAccount validates s, hashes its password and stores the account.
 	// Errors: EINVALID with Fields (including a taken e-mail, "email").
 	CreateAccount(ctx context.Context, s Signup) (*Account, error)
 	// Authenticate returns the account whose e-mail and password match.
-	// Errors: EUNAUTHORIZED for an unknown e-mail or a wrong password alike.
+	// Errors: EINVALID (ValidateLogin) for an e-mail or password too long to
+	// be any account's; EUNAUTHORIZED for an unknown e-mail or a wrong
+	// password alike.
 	Authenticate(ctx context.Context, email, password string) (*Account, error)
 	// FindAccountByID returns the account. Errors: ENOTFOUND.
 	FindAccountByID(ctx context.Context, id int64) (*Account, error)

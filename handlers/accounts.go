@@ -46,12 +46,14 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 }
 
 // handleLogin handles POST /login: 303 to ?next (a local path) with a fresh
-// session id, or 401 with the form again.
+// session id, or the form again: 401 for a wrong pair, 422 with the reasons
+// for an e-mail or password too long to be any account's.
 func (s *Server) handleLogin(c echo.Context) error {
 	email, next := c.FormValue("email"), localPath(c.FormValue("next"))
 	a, err := s.Accounts.Authenticate(c.Request().Context(), email, c.FormValue("password"))
-	if boxoffice.ErrorCode(err) == boxoffice.EUNAUTHORIZED && !wantsJSON(c) {
-		return render(c, http.StatusUnauthorized, views.LoginPage(views.LoginForm{Email: email, Error: boxoffice.ErrorMessage(err), Next: next}))
+	var e *boxoffice.Error
+	if errors.As(err, &e) && (e.Code == boxoffice.EUNAUTHORIZED || e.Code == boxoffice.EINVALID) && !wantsJSON(c) {
+		return render(c, statusOf(err), views.LoginPage(views.LoginForm{Email: email, Error: e.Message, Errors: e.Fields, Next: next}))
 	} else if err != nil {
 		return err
 	}

@@ -135,6 +135,28 @@ func TestLogin(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrOverlong", func(t *testing.T) {
+		// No account has such an e-mail or password (sign-up refuses them):
+		// refused with the reasons, before any look-up.
+		c := app.newClient(t)
+		resp := c.do("POST", "/login", url.Values{"email": {strings.Repeat("x", 300) + "@example.com"}, "password": {strings.Repeat("p", 73)}})
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		d := doc(t, resp)
+		if testid(d, "error-email") != "That e-mail address is too long." || !strings.Contains(testid(d, "error-password"), "too long") {
+			t.Errorf("reasons: email %q, password %q; want both too long", testid(d, "error-email"), testid(d, "error-password"))
+		}
+		if testid(d, "nav-account") != "" {
+			t.Error("a refused log-in logged in")
+		}
+		// A password that starts with the right 72 bytes is not the password
+		// (bcrypt reads no further than 72 bytes).
+		exact := strings.Repeat("a", 72)
+		wantStatus(t, c.do("POST", "/signup", signupForm("long@example.com", exact, "Long")), http.StatusSeeOther)
+		resp = app.newClient(t).do("POST", "/login", url.Values{"email": {"long@example.com"}, "password": {exact + "b"}}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		wantErrorCode(t, resp, "invalid")
+	})
+
 	t.Run("ErrOpenRedirect", func(t *testing.T) {
 		resp := app.newClient(t).do("POST", "/login", url.Values{"email": {"lee@example.com"}, "password": {"correct horse"}, "next": {"//evil.example/x"}})
 		wantStatus(t, resp, http.StatusSeeOther)

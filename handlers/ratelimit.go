@@ -4,6 +4,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/labstack/echo/v4"
@@ -28,7 +29,17 @@ var (
 
 func byAddress(c echo.Context) string { return c.RealIP() }
 
-func byEmail(c echo.Context) string { return strings.ToLower(strings.TrimSpace(c.FormValue("email"))) }
+// byEmail keys a rule by the e-mail address typed. One too long to be an
+// account's (boxoffice.MaxEmailLen) is not counted: the log-in refuses it
+// before any look-up, and counting it would write a key of any length, up to
+// the body limit, to Redis.
+func byEmail(c echo.Context) string {
+	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
+	if utf8.RuneCountInString(email) > boxoffice.MaxEmailLen {
+		return ""
+	}
+	return email
+}
 
 func byAccount(c echo.Context) string {
 	if a := boxoffice.AccountFromContext(c.Request().Context()); a != nil {

@@ -1,10 +1,12 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +69,34 @@ func TestRateLimit_Login(t *testing.T) {
 	// Another e-mail from the same address is still let through: the
 	// per-address allowance is larger than the per-e-mail one.
 	wantStatus(t, app.newClient(t).do("POST", "/login", url.Values{"email": {"someone@example.com"}, "password": {"wrong horse"}}), http.StatusUnauthorized)
+}
+
+// The per-e-mail log-in allowance is counted in Redis under the e-mail
+// address: an address longer than any account's is refused unread and
+// writes no key, so a script cannot fill Redis with long keys.
+func TestRateLimit_LoginLongEmail(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, withRateLimits)
+	long := strings.Repeat("x", 60<<10) + "@example.com"
+	resp := app.newClient(t).do("POST", "/login", url.Values{"email": {long}, "password": {"wrong horse"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	wantErrorCode(t, resp, "invalid")
+	keys, err := app.Redis.Client.Keys(context.Background(), "*"+app.Redis.Prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := 0
+	for _, k := range keys {
+		if len(k) > 1<<10 {
+			t.Errorf("Redis key of %d bytes written (%.80s...)", len(k), k)
+		}
+		if strings.Contains(k, "login:") {
+			limited++
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d log-in allowances in Redis, want the address's alone", limited)
+	}
 }
 
 func TestRateLimit_Signup(t *testing.T) {

@@ -66,9 +66,14 @@ func (s *Accounts) CreateAccount(ctx context.Context, in boxoffice.Signup) (*box
 }
 
 // Authenticate returns the account with this e-mail (compared lower-cased)
-// and password. Errors: EUNAUTHORIZED for an unknown e-mail or a wrong
-// password, with one message for both.
+// and password. Errors: EINVALID (boxoffice.ValidateLogin) for an e-mail or
+// password too long to be any account's, before any query or hashing;
+// EUNAUTHORIZED for an unknown e-mail or a wrong password, with one message
+// for both.
 func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*boxoffice.Account, error) {
+	if err := boxoffice.ValidateLogin(email, password); err != nil {
+		return nil, err
+	}
 	in := boxoffice.Signup{Email: email}
 	in.Normalize()
 	var a boxoffice.Account

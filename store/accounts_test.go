@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -68,14 +69,16 @@ func TestAccounts_Authenticate(t *testing.T) {
 	if _, err := s.CreateAccount(ctx, boxoffice.Signup{Email: "choi@example.com", Password: "correct horse", Name: "Choi"}); err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct{ name, email, password string }{
-		{"ErrWrongPassword", "choi@example.com", "wrong horse"},
-		{"ErrUnknownEmail", "nobody@example.com", "correct horse"},
+	for _, tt := range []struct{ name, email, password, code string }{
+		{"ErrWrongPassword", "choi@example.com", "wrong horse", boxoffice.EUNAUTHORIZED},
+		{"ErrUnknownEmail", "nobody@example.com", "correct horse", boxoffice.EUNAUTHORIZED},
+		{"ErrLongEmail", strings.Repeat("x", boxoffice.MaxEmailLen) + "@example.com", "correct horse", boxoffice.EINVALID},
+		{"ErrLongPassword", "choi@example.com", "correct horse" + strings.Repeat("!", boxoffice.MaxPasswordLen), boxoffice.EINVALID},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := s.Authenticate(ctx, tt.email, tt.password)
-			if code := boxoffice.ErrorCode(err); code != boxoffice.EUNAUTHORIZED {
-				t.Fatalf("Authenticate error code = %q, want %q", code, boxoffice.EUNAUTHORIZED)
+			if code := boxoffice.ErrorCode(err); code != tt.code {
+				t.Fatalf("Authenticate error code = %q, want %q", code, tt.code)
 			}
 		})
 	}
