@@ -164,6 +164,26 @@ func TestLogin(t *testing.T) {
 			t.Errorf("Location = %q, want / for a next that leaves the site", loc)
 		}
 	})
+
+	t.Run("LongNext", func(t *testing.T) {
+		// A local path longer than any of the site's links is replaced by
+		// "/", never echoed into the page or a Location header.
+		long := "/events/1?x=" + strings.Repeat("a", 2100)
+		c := app.newClient(t)
+		d := doc(t, c.do("GET", "/login?next="+url.QueryEscape(long), nil))
+		if got := d.Find(`input[name="next"]`).AttrOr("value", ""); got != "/" {
+			t.Errorf("hidden next = %.40q, want /", got)
+		}
+		resp := c.do("POST", "/login", url.Values{"email": {"lee@example.com"}, "password": {"correct horse"}, "next": {long}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != "/" {
+			t.Errorf("Location = %.40q, want /", loc)
+		}
+		ok := "/events/1?x=" + strings.Repeat("a", 1000)
+		if loc := c.do("POST", "/login", url.Values{"email": {"lee@example.com"}, "password": {"correct horse"}, "next": {ok}}).Header.Get("Location"); loc != ok {
+			t.Errorf("Location = %.40q, want the 1 KB local path followed", loc)
+		}
+	})
 }
 
 func sessionCookie(resp *http.Response) *http.Cookie {

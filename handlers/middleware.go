@@ -117,11 +117,18 @@ func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	})
 }
 
-// localPath returns target if it is a path on this site, and "/" otherwise,
-// so that ?next= can never send a person to another site.
+// maxLocalPathLen is the longest redirect target (?next=) followed, in
+// bytes: the site's longest links (the event form's reload) are far shorter.
+const maxLocalPathLen = 2048
+
+// localPath returns target if it is a path on this site of at most
+// maxLocalPathLen bytes, and "/" otherwise, so that ?next= can never send a
+// person to another site nor be echoed into a page or a Location header at
+// any length. A redirect target is replaced, not refused: it comes from a
+// link, and refusing it would keep a person from logging in.
 func localPath(target string) string {
 	u, err := url.Parse(target)
-	if err != nil || target == "" {
+	if err != nil || target == "" || len(target) > maxLocalPathLen {
 		return "/"
 	}
 	if u.IsAbs() || u.Host != "" || !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(target, "//") || strings.Contains(target, "\\") {
