@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
 	qrcode "github.com/skip2/go-qrcode"
@@ -42,6 +43,10 @@ func (s *Server) handleCreateOrder(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, checkout)
 }
 
+// errNoOrder answers for an order that does not exist or is not the
+// account's alike, so that an order id tells a stranger nothing.
+var errNoOrder = boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such order.")
+
 // ownOrder returns the order named by the :order parameter if it belongs to
 // the logged-in account. Errors: ENOTFOUND for anyone else, so that an order
 // id tells a stranger nothing.
@@ -49,10 +54,15 @@ func (s *Server) ownOrder(c echo.Context) (*boxoffice.Order, error) {
 	return s.ownOrderByID(c.Request().Context(), c.Param("order"))
 }
 
+// ownOrderByID is ownOrder for an id from anywhere; one that is not an order
+// id's shape (payment.ValidOrderID) is not looked up.
 func (s *Server) ownOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
+	if !payment.ValidOrderID(id) {
+		return nil, errNoOrder
+	}
 	o, err := s.Orders.FindOrderByID(ctx, id)
 	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND || err == nil && o.AccountID != boxoffice.AccountFromContext(ctx).ID {
-		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such order.")
+		return nil, errNoOrder
 	} else if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,25 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/labstack/echo/v4"
 )
+
+// errBadPaymentLink refuses a PG redirect whose parameters the PG would not
+// send: missing, malformed or too long. Nothing is looked up.
+var errBadPaymentLink = boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment link is incomplete or malformed.")
+
+// maxFailMessageLen bounds the fail redirect's message, in characters. It
+// is never shown (anyone can write it into a link), but is read.
+const maxFailMessageLen = 1000
+
+// failCodePattern is the shape of the PG's error codes (PAY_PROCESS_CANCELED).
+var failCodePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,100}$`)
 
 // handlePaymentSuccess handles GET /payments/success?paymentKey&orderId&amount,
 // the PG's redirect after the buyer authenticated: it confirms the payment
@@ -18,14 +31,15 @@ import (
 // 303 to the order page, which shows the outcome. While the PG does not
 // answer, the order page shows the order pending and follows it until the
 // webhook or the reconciler settles it. JSON: {"order_id", "status",
-// "outcome"}. Errors: 400 for a malformed redirect or another order's
+// "outcome"}. Errors: 400 for a malformed redirect (a paymentKey of 1 to 200
+// bytes, an orderId as Toss's, a positive whole amount) or another order's
 // payment; 404 for an unknown order.
 func (s *Server) handlePaymentSuccess(c echo.Context) error {
 	q := c.Request().URL.Query()
 	orderID, paymentKey := q.Get("orderId"), q.Get("paymentKey")
 	amount, err := strconv.ParseInt(q.Get("amount"), 10, 64)
-	if err != nil || orderID == "" || paymentKey == "" {
-		return boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment link is incomplete.")
+	if err != nil || amount <= 0 || !payment.ValidOrderID(orderID) || !payment.ValidPaymentKey(paymentKey) {
+		return errBadPaymentLink
 	}
 	conf, err := s.Orders.Confirm(c.Request().Context(), orderID, paymentKey, &amount)
 	if boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
@@ -46,14 +60,19 @@ func (s *Server) handlePaymentSuccess(c echo.Context) error {
 // redirect when the buyer gave up or the authentication failed: the order
 // page, saying why (by the code; the message is not shown, as anyone can
 // write it into a link). Nothing changes: the order stays payable until it
-// expires.
+// expires. Errors: 400 for a code that is not 1 to 100 letters, digits or
+// underscores, or a message over maxFailMessageLen characters; 404 for an
+// order that is not the account's.
 func (s *Server) handlePaymentFail(c echo.Context) error {
 	q := c.Request().URL.Query()
+	code := q.Get("code")
+	if (code != "" && !failCodePattern.MatchString(code)) || utf8.RuneCountInString(q.Get("message")) > maxFailMessageLen {
+		return errBadPaymentLink
+	}
 	o, err := s.ownOrderByID(c.Request().Context(), q.Get("orderId"))
 	if err != nil {
 		return err
 	}
-	code := q.Get("code")
 	if code == "" {
 		code = "UNKNOWN"
 	}

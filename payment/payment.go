@@ -15,8 +15,25 @@ package payment
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 )
+
+// MaxPaymentKeyLen is Toss's limit on a paymentKey, in bytes (the payment
+// table holds the same).
+const MaxPaymentKeyLen = 200
+
+// orderIDPattern is Toss's rule for orderId: 6 to 64 of [A-Za-z0-9_-].
+var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
+
+// ValidOrderID reports whether id is an orderId as Toss accepts it: 6 to 64
+// of [A-Za-z0-9_-]. Every boxoffice order id is one, so anything else names
+// no order.
+func ValidOrderID(id string) bool { return orderIDPattern.MatchString(id) }
+
+// ValidPaymentKey reports whether key can be a paymentKey: 1 to
+// MaxPaymentKeyLen bytes.
+func ValidPaymentKey(key string) bool { return key != "" && len(key) <= MaxPaymentKeyLen }
 
 // Payment statuses, as Toss reports them in Payment.Status
 // (docs.tosspayments.com/reference#payment-객체, "status").

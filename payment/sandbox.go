@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"sync"
@@ -75,9 +74,6 @@ var DefaultRetryDelays = []time.Duration{
 
 // kst is Korea's time zone (no daylight saving), in which Toss writes times.
 var kst = time.FixedZone("KST", 9*60*60)
-
-// orderIDPattern is Toss's rule for orderId: 6 to 64 of [A-Za-z0-9_-].
-var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
 
 // SandboxConfig configures a Sandbox.
 type SandboxConfig struct {
@@ -255,7 +251,7 @@ func parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
 		scenario:   v.Get("scenario"),
 	}
 	var bad []string
-	if !orderIDPattern.MatchString(f.orderID) {
+	if !ValidOrderID(f.orderID) {
 		bad = append(bad, "orderId")
 	}
 	amount, err := strconv.ParseInt(v.Get("amount"), 10, 64)
@@ -283,9 +279,15 @@ func parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
 	return f, bad
 }
 
+// maxReturnURLLen bounds successUrl and failUrl, in bytes: the buyer is
+// redirected there, so they end up in a Location header.
+const maxReturnURLLen = 2048
+
+// absoluteHTTPURL reports whether s is an absolute http(s) URL of at most
+// maxReturnURLLen bytes.
 func absoluteHTTPURL(s string) bool {
 	u, err := url.Parse(s)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	return err == nil && len(s) <= maxReturnURLLen && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // handleCheckoutPage handles GET /checkout?orderId&amount&orderName&successUrl&failUrl:

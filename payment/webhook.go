@@ -43,7 +43,7 @@ type WebhookEvent struct {
 
 // ParseWebhook reads a webhook body strictly: at most MaxWebhookBytes, one
 // JSON object and nothing after it, eventType PAYMENT_STATUS_CHANGED, and a
-// payment with a paymentKey and an orderId. Fields it does not model are
+// payment with a paymentKey (ValidPaymentKey) and an orderId (ValidOrderID). Fields it does not model are
 // ignored, since Toss adds fields over time. The body must be valid UTF-8
 // and no string in it may hold a NUL byte (PostgreSQL stores neither in
 // text). It never panics.
@@ -76,8 +76,8 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 	if ev.EventType != EventPaymentStatusChanged {
 		return nil, fmt.Errorf("%w: %.64q", ErrUnknownEventType, ev.EventType)
 	}
-	if ev.Data.PaymentKey == "" || ev.Data.OrderID == "" {
-		return nil, fmt.Errorf("%w: no paymentKey or orderId", ErrWebhookMalformed)
+	if !ValidPaymentKey(ev.Data.PaymentKey) || !ValidOrderID(ev.Data.OrderID) {
+		return nil, fmt.Errorf("%w: no paymentKey or orderId, or one that Toss would not send", ErrWebhookMalformed)
 	}
 	return &ev, nil
 }

@@ -43,9 +43,6 @@ type TicketOfEvent struct {
 var errPGUnavailable = boxoffice.Errorf(boxoffice.EUNAVAILABLE,
 	"The payment gateway did not answer. Your order will be settled as soon as it does.")
 
-// maxPaymentKey is the payment table's limit on a payment key.
-const maxPaymentKey = 200
-
 // Confirm is the one confirmation routine: the PG's success redirect, its
 // webhook (ConfirmWebhook) and the reconciler (Reconcile) all call it, any
 // number of times and concurrently, and one payment is counted once:
@@ -76,7 +73,7 @@ const maxPaymentKey = 200
 // PostgreSQL or Redis fail. A committed outcome is never an error: a refund
 // the PG has not confirmed yet is Outcome refund_pending.
 func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*boxoffice.Confirmation, error) {
-	if paymentKey == "" || len(paymentKey) > maxPaymentKey {
+	if !payment.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
 	}
 	o, err := s.FindOrderByID(ctx, orderID)
@@ -135,7 +132,7 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 // to another order (a forged or mistaken webhook); EUNAVAILABLE while the PG
 // does not answer; and Confirm's (ENOTFOUND: not one of our orders).
 func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*boxoffice.Confirmation, error) {
-	if paymentKey == "" || len(paymentKey) > maxPaymentKey {
+	if !payment.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
 	}
 	p, err := s.PG.GetPayment(ctx, paymentKey)
