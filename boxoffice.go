@@ -8,6 +8,7 @@ package boxoffice
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // Error codes. Each is part of the HTTP contract (CONTRACT.md): the JSON error
@@ -76,6 +77,19 @@ func ErrorMessage(err error) string {
 	}
 	return "Something went wrong on our side. Please try again."
 }
+
+// ClipInput returns s as a message to people may quote it: at most n
+// characters, cut with "…", so that a refusal never echoes a long input
+// back into a page, a session or a log.
+func ClipInput(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n]) + "…"
+}
+
+// MaxQuoted is how many characters of a refused input a message quotes.
+const MaxQuoted = 40
 
 // Invalid returns an EINVALID error listing every field's reason, or nil when
 // fields is empty, so that validators can collect all reasons and return once.

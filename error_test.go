@@ -33,3 +33,20 @@ func TestErrorCode(t *testing.T) {
 		t.Error("Invalid(nil) is not nil")
 	}
 }
+
+func TestClipInput(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 3, ""},
+		{"abc", 3, "abc"},
+		{"abcd", 3, "abc…"},
+		{"북측좌석", 2, "북측…"},
+	} {
+		if got := boxoffice.ClipInput(tt.in, tt.n); got != tt.want {
+			t.Errorf("ClipInput(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -23,6 +23,10 @@ const (
 // characters (venue_seat's CHECK constraint).
 const labelSectionMax = 40
 
+// MaxSeatLabelLen is the longest seat label, in characters: a section of
+// labelSectionMax, then a row and a number of up to 4 digits each.
+const MaxSeatLabelLen = labelSectionMax + 10
+
 // labelNumber is a row or seat number in a seat label: digits from 1, at most
 // 4 of them (venue_seat's CHECK constraints).
 var labelNumber = regexp.MustCompile(`^[1-9][0-9]{0,3}$`)

@@ -18,7 +18,7 @@ func LoadTimeZone(zone string) (*time.Location, error) {
 	}
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
-		return nil, Errorf(EINVALID, "Unknown time zone %q: use an IANA name such as Asia/Seoul.", zone)
+		return nil, Errorf(EINVALID, "Unknown time zone %q: use an IANA name such as Asia/Seoul.", ClipInput(zone, MaxQuoted))
 	}
 	return loc, nil
 }

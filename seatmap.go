@@ -342,7 +342,7 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 				if categoryOK && !known[category] {
 					categoryOK = false
 					if _, listed := plan["categories"].([]any); listed && !reported[category] {
-						p.add("%s.category: unknown grade %q (not among the plan's categories)", spath, category)
+						p.add("%s.category: unknown grade %q (not among the plan's categories)", spath, ClipInput(category, MaxQuoted))
 					}
 				}
 				sx, sy, posOK := w.position(seat, spath, true)
@@ -706,7 +706,7 @@ func checkSeatNumber(s string, report func(problem string)) {
 		ok = s[i] >= '0' && s[i] <= '9'
 	}
 	if !ok {
-		report(fmt.Sprintf("must be a whole number from 1 to 9999 without a leading zero, not %q", s))
+		report(fmt.Sprintf("must be a whole number from 1 to 9999 without a leading zero, not %q", ClipInput(s, MaxQuoted)))
 	}
 }
 
@@ -729,7 +729,7 @@ func checkGrade(code string, allowed map[string]bool, report func(problem string
 	case code == "":
 		report("is empty")
 	case !ValidGradeCode(code):
-		report(fmt.Sprintf("must be 1 to 8 letters or digits, not %q", code))
+		report(fmt.Sprintf("must be 1 to 8 letters or digits, not %q", ClipInput(code, MaxQuoted)))
 	case allowed != nil && !allowed[code]:
 		report(fmt.Sprintf("%q is unknown (known grades: %s)", code, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
 	}
@@ -755,7 +755,7 @@ func parseCoordinate(v string, report func(problem string)) float64 {
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		report(fmt.Sprintf("must be a number, not %q", v))
+		report(fmt.Sprintf("must be a number, not %q", ClipInput(v, MaxQuoted)))
 		return 0
 	}
 	if problem := checkCoordinate(f); problem != "" {

@@ -74,6 +74,8 @@ func TestParseSeatCSV(t *testing.T) {
 			"line 2: y must be a number from -1e+06 to 1e+06",
 			"line 3: x must be a number from -1e+06 to 1e+06",
 			"line 3: y is empty"}, 0},
+		{"LongValueQuotedShort", "A," + strings.Repeat("9", 5000) + ",1,R\n", boxoffice.SeatMapOptions{}, []string{
+			`line 1: row must be a whole number from 1 to 9999 without a leading zero, not "` + strings.Repeat("9", boxoffice.MaxQuoted) + `…"`}, 0},
 		{"SectionTooLong", strings.Repeat("S", 41) + ",1,1,R\nA\x07,1,1,R\n", boxoffice.SeatMapOptions{}, []string{
 			"line 1: section is longer than 40 characters",
 			"line 2: section contains a control character"}, 0},

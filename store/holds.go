@@ -496,7 +496,8 @@ func (h *Holds) refuse(err error) {
 }
 
 // checkLabels returns an EBADSEAT error unless labels name 1 to limit
-// distinct, well-formed seats of the event.
+// distinct, well-formed seats of the event. The error names malformed labels
+// cut to MaxSeatLabelLen characters, so that it never echoes a long string.
 func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string, limit int) error {
 	bad := func(msg string, seats []string) error {
 		err := &boxoffice.Error{Code: boxoffice.EBADSEAT, Message: msg}
@@ -515,7 +516,7 @@ func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string,
 	seen := make(map[string]bool, len(labels))
 	for _, l := range labels {
 		if !boxoffice.ValidSeatLabel(l) {
-			malformed = append(malformed, l)
+			malformed = append(malformed, boxoffice.ClipInput(l, boxoffice.MaxSeatLabelLen))
 		} else if seen[l] {
 			dup = append(dup, l)
 		}
