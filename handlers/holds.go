@@ -36,6 +36,7 @@ var refusals = map[string]bool{
 // limit_exceeded ("limit", "owned", "held"), 400 bad_seat. htmx: the hold
 // panel with a notice, at the same status. A form: 303 back to the seat map
 // (to the list of the form's "section", if any) with the notice as a flash.
+// A "section" that is not a section of the map: 400, and nothing is held.
 func (s *Server) handleHold(c echo.Context) error {
 	e, es, acct, err := s.seatMapRequest(c)
 	if err != nil {
@@ -47,6 +48,9 @@ func (s *Server) handleHold(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The form could not be read.")
+	}
+	if err := es.checkSection(e, form.Get("section")); err != nil {
+		return err
 	}
 	res, err := s.Holds.Hold(c.Request().Context(), boxoffice.HoldRequest{
 		EventID: e.ID, AccountID: acct.ID, Limit: e.MaxPerAccount, TTL: e.HoldTTL,

@@ -193,10 +193,15 @@ func (s *Server) seatMapRequest(c echo.Context) (*boxoffice.Event, *eventSeats, 
 // handleSeatMap handles GET /events/:id/seats: the seat map page; for htmx,
 // the hold panel alone (seatmap.js reloads it when the fan's holds change);
 // JSON as CONTRACT.md says (seatMapJSON). The statuses cost one Redis round
-// trip (Holds.SeatStatuses) whatever the number of seats.
+// trip (Holds.SeatStatuses) whatever the number of seats. ?section= opens the
+// list of that section's seats; 400 for a name that is not a section's.
 func (s *Server) handleSeatMap(c echo.Context) error {
 	e, es, acct, err := s.seatMapRequest(c)
 	if err != nil {
+		return err
+	}
+	section := c.QueryParam("section")
+	if err := es.checkSection(e, section); err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
@@ -214,8 +219,21 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 		return render(c, http.StatusOK, views.HoldPanel(views.HoldPanelData{Map: m, State: st, Limit: e.MaxPerAccount, Notice: notice}))
 	}
 	return render(c, http.StatusOK, views.SeatMapPage(views.SeatMapPageData{
-		Event: e, Map: m, State: st, Notice: notice, Section: c.QueryParam("section"),
+		Event: e, Map: m, State: st, Notice: notice, Section: section,
 	}))
+}
+
+// errNoSection refuses a section parameter that names no section of the map.
+var errNoSection = boxoffice.Errorf(boxoffice.EBADREQUEST, "There is no such section.")
+
+// checkSection returns errNoSection unless section is "" (none) or the name
+// of one of e's sections, so that a section parameter of any length or
+// content goes no further (into a page, a session or a Location).
+func (es *eventSeats) checkSection(e *boxoffice.Event, section string) error {
+	if section != "" && es.view(e).Section(section) == nil {
+		return errNoSection
+	}
+	return nil
 }
 
 // handleSeatStatus handles GET /events/:id/seats/status, the seat map's
