@@ -142,14 +142,26 @@ func localPath(target string) string {
 // the first middleware.
 var errUnreadable = boxoffice.Errorf(boxoffice.EBADREQUEST, "The request contains characters that cannot be read.")
 
-// readableInput refuses with 400 a request whose URL path, query, or
-// urlencoded or multipart form (keys and values, not uploaded files)
-// contains a NUL byte or invalid UTF-8. It parses the form itself, within
-// the body limit in force, so handlers read the checked values. A form body
-// that cannot be parsed is refused with 400 as well (413 when too large).
+// MaxURIBytes is the longest request URI (path and query) accepted, in
+// bytes: no input, in the address or the body (MaxBodyBytes), is longer.
+// The site's longest address, the event form's reload, holds a few KiB.
+const MaxURIBytes = MaxBodyBytes
+
+// errLongURI is the answer to an address over MaxURIBytes.
+var errLongURI = boxoffice.Errorf(boxoffice.EBADREQUEST, "The address is too long.")
+
+// readableInput refuses with 400 a request whose URI is over MaxURIBytes,
+// or whose URL path, query, or urlencoded or multipart form (keys and
+// values, not uploaded files) contains a NUL byte or invalid UTF-8. It
+// parses the form itself, within the body limit in force, so handlers read
+// the checked values. A form body that cannot be parsed is refused with 400
+// as well (413 when too large).
 func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
+		if len(r.RequestURI) > MaxURIBytes {
+			return errLongURI
+		}
 		query, _ := url.ParseQuery(r.URL.RawQuery)
 		if !readable(r.URL.Path) || !readableValues(query) {
 			return errUnreadable
