@@ -15,9 +15,8 @@ import (
 
 // Session keys of the waiting room, one set per event: the queue's epoch
 // from Join (so that a lost line is reported as QueueReset; see also
-// queueEpochCookie), and the join
-// sequence and position of the place when this session first saw it (the
-// progress bar's start).
+// queueEpochCookie), and the join sequence and position of the place when
+// this session first saw it (the progress bar's start).
 func queueEpochKey(eventID int64) string { return "queue_epoch:" + strconv.FormatInt(eventID, 10) }
 func queueSeqKey(eventID int64) string   { return "queue_seq:" + strconv.FormatInt(eventID, 10) }
 func queueStartKey(eventID int64) string { return "queue_start:" + strconv.FormatInt(eventID, 10) }

@@ -68,9 +68,9 @@ const loadTimeout = 30 * time.Second
 // refuses to run without the marker, and Holds then loads the copy from
 // PostgreSQL and tries once more, so that a sold seat is never held after
 // Redis lost its data; a load during which Redis lost its data sets no
-// marker (loadSoldCacheOnce). Loading only adds, so loads racing each other or
-// MarkSold lose nothing; a seat that PostgreSQL stops counting as sold keeps
-// showing as sold in Redis until the event's keys are deleted.
+// marker (loadSoldCacheOnce). Loading only adds, so loads racing each other
+// or MarkSold lose nothing; a seat that PostgreSQL stops counting as sold
+// keeps showing as sold in Redis until the event's keys are deleted.
 //
 // The labels of each event's seats are read from PostgreSQL once per event
 // and process and kept in memory (an event's seats never change after it is
