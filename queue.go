@@ -51,10 +51,30 @@ type QueuePosition struct {
 	// changes while the fan waits, rejoins included. 0 unless waiting.
 	Sequence int64
 	Paused   bool // admission is paused by an admin
-	// Epoch names this incarnation of the waiting room. The handler keeps the
-	// value from Join in the session and passes it to Position: after Redis
-	// lost the queue the epochs differ and the fan is told QueueReset.
+	// Epoch names this incarnation of the waiting room: 22 base64url
+	// characters (ValidQueueEpoch). The handler keeps the value from Join
+	// and passes it to Position: after Redis lost the queue the epochs
+	// differ and the fan is told QueueReset.
 	Epoch string
+}
+
+// queueEpochLen is the length of a queue epoch: 128 random bits in
+// base64url without padding.
+const queueEpochLen = 22
+
+// ValidQueueEpoch reports whether s has the shape of a queue epoch
+// (QueuePosition.Epoch): 22 characters of the base64url alphabet
+// (A-Z a-z 0-9 - _). It does not tell whether such an epoch ever was.
+func ValidQueueEpoch(s string) bool {
+	if len(s) != queueEpochLen {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Progress returns how far the fan has come since joining at place start

@@ -175,3 +175,23 @@ func TestNoEntryReason(t *testing.T) {
 		t.Errorf("NoEntryReason(conflict) = %q, want \"\"", got)
 	}
 }
+
+func TestValidQueueEpoch(t *testing.T) {
+	for _, tt := range []struct {
+		epoch string
+		want  bool
+	}{
+		{"AbCdEfGhIjKlMnOpQr-_09", true},
+		{"", false},
+		{"AbCdEfGhIjKlMnOpQr-_0", false},   // 21 characters
+		{"AbCdEfGhIjKlMnOpQr-_09x", false}, // 23
+		{"AbCdEfGhIjKlMnOpQr+/09", false},  // standard base64, not base64url
+		{"AbCdEfGhIjKlMnOpQr-_0=", false},
+		{"AbCdEfGhIjKlMnOpQr-_é", false}, // 22 bytes, the last two a letter not ASCII
+		{"AbCdEfGhIjKlMnOp;r-_09", false},
+	} {
+		if got := boxoffice.ValidQueueEpoch(tt.epoch); got != tt.want {
+			t.Errorf("ValidQueueEpoch(%q) = %v, want %v", tt.epoch, got, tt.want)
+		}
+	}
+}

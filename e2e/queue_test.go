@@ -1,15 +1,18 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/playwright-community/playwright-go"
 )
 
@@ -45,11 +48,29 @@ func login(t *testing.T, a *app, email string) playwright.Page {
 	page := newPage(t)
 	_, err := page.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
+	submitLogin(t, page, email)
+	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	return page
+}
+
+// submitLogin fills in the log-in form on page and sends it.
+func submitLogin(t *testing.T, page playwright.Page, email string) {
+	t.Helper()
 	must(t, "fill e-mail", page.GetByLabel("E-mail").Fill(email))
 	must(t, "fill password", page.GetByLabel("Password").Fill(demoPassword))
 	must(t, "log in", page.GetByTestId("login-submit").Click())
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
-	return page
+}
+
+// pauseAdmission logs the admin in and pauses the event's admission from
+// its live page, which the returned page shows.
+func pauseAdmission(t *testing.T, a *app, eventID int64) playwright.Page {
+	t.Helper()
+	admin := login(t, a, "admin@boxoffice.test")
+	_, err := admin.Goto(fmt.Sprintf("%s/admin/events/%d/live", a.URL, eventID))
+	must(t, "open the live page", err)
+	must(t, "pause", admin.GetByTestId("pause").Click())
+	must(t, "wait for resume", admin.GetByTestId("resume").WaitFor())
+	return admin
 }
 
 // Two fans join a paused sale; the admin sets the rate to one fan per tick
@@ -60,15 +81,10 @@ func login(t *testing.T, a *app, email string) playwright.Page {
 func TestQueue_TwoFansAdmittedLive(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=500ms")
 	id := seedDemo(t, a)
-	live := fmt.Sprintf("%s/admin/events/%d/live", a.URL, id)
 	room := fmt.Sprintf("%s/events/%d/queue", a.URL, id)
 	seats := fmt.Sprintf("%s/events/%d/seats", a.URL, id)
 
-	admin := login(t, a, "admin@boxoffice.test")
-	_, err := admin.Goto(live)
-	must(t, "open the live page", err)
-	must(t, "pause", admin.GetByTestId("pause").Click())
-	must(t, "wait for resume", admin.GetByTestId("resume").WaitFor())
+	admin := pauseAdmission(t, a, id)
 	// 1 fan/s at 500 ms ticks: a fan every other tick, so that the second
 	// fan's page has two pushes in which to show nobody ahead.
 	must(t, "fill rate", admin.GetByTestId("rate-input").Fill("1"))
@@ -130,4 +146,50 @@ func TestQueue_TwoFansAdmittedLive(t *testing.T) {
 		t.Errorf("the live page shows %s in line, want 0", got)
 	}
 	screenshot(t, admin, "queue-admin-live")
+}
+
+// Redis loses everything (as a restart without persistence would) while a
+// fan waits in a paused line: the open waiting room says at once that the
+// line was reset; the fan, logged out by the loss, reloads, logs in and
+// lands back in the waiting room, which says the same; Join again gives a
+// place in the new line.
+func TestQueue_ResetAfterRedisLost(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=500ms")
+	id := seedDemo(t, a)
+	room := fmt.Sprintf("%s/events/%d/queue", a.URL, id)
+	pauseAdmission(t, a, id)
+
+	fan := login(t, a, "fan1@boxoffice.test")
+	_, err := fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
+	must(t, "open the event", err)
+	must(t, "join", fan.GetByTestId("join-queue").Click())
+	must(t, "wait for the waiting room", fan.WaitForURL(room))
+	// Mark the rendered state, and wait for the stream to replace it.
+	_, err = fan.Evaluate(`() => document.querySelector('[data-testid="queue-state"]').dataset.boRendered = "1"`)
+	must(t, "mark the state", err)
+	must(t, "wait for a pushed state", fan.Locator(`[data-testid="queue-state"]:not([data-bo-rendered])`).WaitFor())
+
+	rdb := storetest.MustOpenRedis(t)
+	keys, err := rdb.Client.Keys(context.Background(), a.RedisPrefix+"*").Result()
+	must(t, "list the app's Redis keys", err)
+	must(t, "delete the app's Redis keys", rdb.Client.Del(context.Background(), keys...).Err())
+
+	must(t, "wait for the reset", fan.GetByTestId("queue-reset").WaitFor())
+	if got := text(t, fan, "queue-reset"); !strings.HasPrefix(got, "The line was reset.") {
+		t.Errorf("the live waiting room says %q, want that the line was reset", got)
+	}
+	screenshot(t, fan, "queue-reset-live")
+
+	_, err = fan.Reload()
+	must(t, "reload", err)
+	must(t, "wait for the log-in page", fan.WaitForURL(a.URL+"/login?next="+url.QueryEscape(fmt.Sprintf("/events/%d/queue", id))))
+	submitLogin(t, fan, "fan1@boxoffice.test")
+	must(t, "back in the waiting room", fan.WaitForURL(room))
+	if got := text(t, fan, "queue-reset"); !strings.HasPrefix(got, "The line was reset.") {
+		t.Errorf("after log-in the waiting room says %q, want that the line was reset", got)
+	}
+	screenshot(t, fan, "queue-reset-after-login")
+
+	must(t, "join again", fan.GetByTestId("rejoin").Click())
+	must(t, "wait for a place", fan.Locator(`[data-testid="queue-position"]:text-is("1")`).WaitFor())
 }

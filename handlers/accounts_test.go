@@ -186,9 +186,15 @@ func TestLogin(t *testing.T) {
 	})
 }
 
+// sessionCookie returns the session cookie that resp sets, or nil.
 func sessionCookie(resp *http.Response) *http.Cookie {
+	return responseCookie(resp, "boxoffice_session")
+}
+
+// responseCookie returns the cookie called name that resp sets, or nil.
+func responseCookie(resp *http.Response, name string) *http.Cookie {
 	for _, c := range resp.Cookies() {
-		if c.Name == "boxoffice_session" {
+		if c.Name == name {
 			return c
 		}
 	}

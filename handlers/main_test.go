@@ -151,13 +151,24 @@ func (a *testApp) newClient(t *testing.T) *client {
 // do sends a request with optional form values and headers ("Name: value").
 func (c *client) do(method, path string, form url.Values, headers ...string) *http.Response {
 	c.t.Helper()
+	resp, err := c.try(method, path, form, headers...)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// try is do for goroutines other than the test's: it returns the error
+// instead of failing the test, and the caller closes the body.
+func (c *client) try(method, path string, form url.Values, headers ...string) (*http.Response, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
 	req, err := http.NewRequest(method, c.base+path, body)
 	if err != nil {
-		c.t.Fatal(err)
+		return nil, err
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -166,12 +177,7 @@ func (c *client) do(method, path string, form url.Values, headers ...string) *ht
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		c.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	c.t.Cleanup(func() { resp.Body.Close() })
-	return resp
+	return c.Do(req)
 }
 
 // doc parses an HTML response.

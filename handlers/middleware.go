@@ -89,22 +89,38 @@ func (s *Server) loadAccount(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// requireAccount answers 401 (JSON) or redirects to the log-in page (HTML)
-// for visitors.
+// requireAccount answers visitors 401 (JSON); 401 with HX-Redirect to the
+// log-in page (htmx: a redirect would be followed inside the request, and
+// the log-in page swapped into the page); or a redirect to the log-in page
+// (HTML). Log-in leads back to the page: the one asked for, or for a form
+// or htmx request, the page it came from.
 func requireAccount(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if boxoffice.AccountFromContext(c.Request().Context()) != nil {
 			return next(c)
 		}
-		if wantsJSON(c) || c.Request().Method != http.MethodGet && isHTMX(c) {
-			return boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "Please log in first.")
+		errLogIn := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "Please log in first.")
+		switch r := c.Request(); {
+		case wantsJSON(c):
+			return errLogIn
+		case isHTMX(c):
+			c.Response().Header().Set("HX-Redirect", loginPath(r.Header.Get("HX-Current-URL")))
+			return errLogIn
+		case r.Method != http.MethodGet:
+			return c.Redirect(http.StatusSeeOther, loginPath(r.Referer()))
 		}
-		next := c.Request().URL.RequestURI()
-		if c.Request().Method != http.MethodGet {
-			next = c.Request().Referer()
-		}
-		return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(localPath(next)))
+		return c.Redirect(http.StatusSeeOther, loginPath(c.Request().URL.RequestURI()))
 	}
+}
+
+// loginPath is the log-in page that leads back to the page at back (a path,
+// or a URL whose path and query are taken) if that is a path on this site
+// (localPath), else to the home page.
+func loginPath(back string) string {
+	if u, err := url.Parse(back); err == nil && u.IsAbs() {
+		back = u.RequestURI()
+	}
+	return "/login?next=" + url.QueryEscape(localPath(back))
 }
 
 // requireAdmin refuses fans with 403 and sends visitors to log in.

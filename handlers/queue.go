@@ -14,41 +14,83 @@ import (
 )
 
 // Session keys of the waiting room, one set per event: the queue's epoch
-// from Join (so that a lost line is reported as QueueReset), and the join
-// sequence and position of the place when this session first saw it (the
-// progress bar's start).
+// from Join (so that a lost line is reported as QueueReset; see also
+// queueEpochCookie), and the join sequence and position of the place when
+// this session first saw it (the progress bar's start).
 func queueEpochKey(eventID int64) string { return "queue_epoch:" + strconv.FormatInt(eventID, 10) }
 func queueSeqKey(eventID int64) string   { return "queue_seq:" + strconv.FormatInt(eventID, 10) }
 func queueStartKey(eventID int64) string { return "queue_start:" + strconv.FormatInt(eventID, 10) }
 
+// queueEpochCookie is the cookie that keeps the queue's epoch from the
+// fan's last join of an event, beside the session's copy, with Path
+// /events/{id}/queue. Sessions live in Redis, so a Redis that loses the line
+// loses the sessions' epochs with it; the cookie outlives that, so that a
+// fan who logs in again is told that the line was reset, not that they are
+// not in it. It grants nothing: a forged or stale value can at most make the
+// waiting room say that the line was reset.
+const queueEpochCookie = "boxoffice_queue_epoch"
+
+// maxQueueEpochAge caps the epoch cookie's life, which otherwise ends with
+// the sale.
+const maxQueueEpochAge = 24 * time.Hour
+
 // queuePlace is what a session keeps of its place in an event's line.
 type queuePlace struct {
-	epoch string
-	seq   int64 // join sequence of the place that start belongs to
-	start int   // position when this session joined
+	epoch string // the session's, else the epoch cookie's
+	seq   int64  // join sequence of the place that start belongs to
+	start int    // position when this session joined
 }
 
-func (s *Server) queuePlace(ctx context.Context, eventID int64) queuePlace {
-	return queuePlace{
+func (s *Server) queuePlace(c echo.Context, eventID int64) queuePlace {
+	ctx := c.Request().Context()
+	pl := queuePlace{
 		epoch: s.Sessions.GetString(ctx, queueEpochKey(eventID)),
 		seq:   s.Sessions.GetInt64(ctx, queueSeqKey(eventID)),
 		start: s.Sessions.GetInt(ctx, queueStartKey(eventID)),
 	}
+	if pl.epoch == "" {
+		pl.epoch = queueEpochFromCookie(c)
+	}
+	return pl
 }
 
-// keepQueuePlace stores what Join returned in the session: the epoch, and
-// for a place this session has not seen yet its sequence and starting
-// position. A waiting fan's entry token from an earlier turn is dropped, so
-// that the next turn's token is taken from Redis.
-func (s *Server) keepQueuePlace(ctx context.Context, eventID int64, p boxoffice.QueuePosition) {
-	s.Sessions.Put(ctx, queueEpochKey(eventID), p.Epoch)
+// queueEpochFromCookie returns the epoch cookie's value, or "" when there is
+// none or it is not shaped as an epoch.
+func queueEpochFromCookie(c echo.Context) string {
+	ck, err := c.Cookie(queueEpochCookie)
+	if err != nil || !boxoffice.ValidQueueEpoch(ck.Value) {
+		return ""
+	}
+	return ck.Value
+}
+
+// keepQueuePlace stores what Join returned for event e: the epoch in the
+// session and in the epoch cookie (until the sale ends, at most
+// maxQueueEpochAge), and for a place this session has not seen yet its
+// sequence and starting position. A waiting fan's entry token from an
+// earlier turn is dropped, so that the next turn's token is taken from
+// Redis.
+func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.QueuePosition) {
+	ctx := c.Request().Context()
+	s.Sessions.Put(ctx, queueEpochKey(e.ID), p.Epoch)
+	if boxoffice.ValidQueueEpoch(p.Epoch) {
+		c.SetCookie(&http.Cookie{
+			Name:     queueEpochCookie,
+			Value:    p.Epoch,
+			Path:     fmt.Sprintf("/events/%d/queue", e.ID),
+			MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueueEpochAge)/time.Second), 1),
+			HttpOnly: true,
+			Secure:   s.Sessions.Cookie.Secure,
+			SameSite: http.SameSiteLaxMode,
+		})
+	}
 	if p.Status != boxoffice.QueueWaiting {
 		return
 	}
-	s.Sessions.Remove(ctx, entrySessionKey(eventID))
-	if s.Sessions.GetInt64(ctx, queueSeqKey(eventID)) != p.Sequence {
-		s.Sessions.Put(ctx, queueSeqKey(eventID), p.Sequence)
-		s.Sessions.Put(ctx, queueStartKey(eventID), p.Position)
+	s.Sessions.Remove(ctx, entrySessionKey(e.ID))
+	if s.Sessions.GetInt64(ctx, queueSeqKey(e.ID)) != p.Sequence {
+		s.Sessions.Put(ctx, queueSeqKey(e.ID), p.Sequence)
+		s.Sessions.Put(ctx, queueStartKey(e.ID), p.Position)
 	}
 }
 
@@ -120,7 +162,7 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	s.keepQueuePlace(ctx, id, p)
+	s.keepQueuePlace(c, e, p)
 	if wantsJSON(c) {
 		return c.JSON(http.StatusOK, positionJSON(p))
 	}
@@ -189,7 +231,7 @@ func (s *Server) readPosition(c echo.Context) (*boxoffice.Event, queuePlace, box
 	if err != nil {
 		return nil, queuePlace{}, boxoffice.QueuePosition{}, err
 	}
-	pl := s.queuePlace(ctx, id)
+	pl := s.queuePlace(c, id)
 	p, err := s.position(ctx, e, pl)
 	return e, pl, p, err
 }

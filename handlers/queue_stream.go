@@ -187,7 +187,7 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	if _, err := s.liveEvent(ctx, id); err != nil {
 		return err
 	}
-	pl := s.queuePlace(ctx, id)
+	pl := s.queuePlace(c, id)
 	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, pl.epoch)
 	defer s.queueHub.leave(id, fan)
 

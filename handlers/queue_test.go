@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/redis/go-redis/v9"
 )
@@ -110,10 +112,27 @@ func TestQueue_Join(t *testing.T) {
 	t.Run("NotLoggedIn", func(t *testing.T) {
 		c := app.newClient(t)
 		wantStatus(t, c.do("POST", join, url.Values{}, "Accept: application/json"), http.StatusUnauthorized)
-		resp := c.do("POST", join, url.Values{}, "Referer: "+app.URL+join)
+		back := "/login?next=" + url.QueryEscape(fmt.Sprintf("/events/%d", ev.ID))
+		resp := c.do("POST", join, url.Values{}, "Referer: "+app.URL+fmt.Sprintf("/events/%d", ev.ID))
 		wantStatus(t, resp, http.StatusSeeOther)
-		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, "/login?next=") {
-			t.Errorf("a visitor's join redirects to %q, want the log-in page", loc)
+		if loc := resp.Header.Get("Location"); loc != back {
+			t.Errorf("a visitor's join from the event page redirects to %q, want %q", loc, back)
+		}
+		resp = c.do("GET", join, nil)
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc, want := resp.Header.Get("Location"), "/login?next="+url.QueryEscape(join); loc != want {
+			t.Errorf("a visitor's waiting room redirects to %q, want %q", loc, want)
+		}
+		// The waiting room's poll: htmx would follow a redirect and swap the
+		// log-in page in, so the whole page is sent to log in instead.
+		resp = c.do("GET", join+"/status", nil, "HX-Request: true", "HX-Current-URL: "+app.URL+join)
+		wantStatus(t, resp, http.StatusUnauthorized)
+		if loc, want := resp.Header.Get("HX-Redirect"), "/login?next="+url.QueryEscape(join); loc != want {
+			t.Errorf("a visitor's htmx poll gets HX-Redirect %q, want %q", loc, want)
+		}
+		resp = c.do("GET", join+"/status", nil, "HX-Request: true", "HX-Current-URL: https://elsewhere.example//evil.example/")
+		if loc := resp.Header.Get("HX-Redirect"); loc != "/login?next=%2F" {
+			t.Errorf("an htmx poll from a strange page gets HX-Redirect %q, want the log-in page leading home", loc)
 		}
 	})
 
@@ -276,37 +295,132 @@ func TestQueue_WaitingRoom(t *testing.T) {
 	}
 }
 
-// After Redis lost the line, a fan who had a place is told to rejoin, and
-// rejoining gives a new place.
+// forgetRedis deletes the app's Redis keys that match pattern (after its
+// prefix), as a Redis that lost them would.
+func (a *testApp) forgetRedis(t *testing.T, pattern string) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := a.Redis.Client.Keys(ctx, a.Redis.Prefix+pattern).Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys %s: %v, %v", pattern, keys, err)
+	}
+	if err := a.Redis.Client.Del(ctx, keys...).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantQueueReset checks that the waiting room at path (/events/{id}/queue)
+// tells the client that the line was reset and offers to join again: the
+// page (which works without JavaScript: a form, no stream), its htmx
+// fragment, and the JSON status.
+func wantQueueReset(t *testing.T, c *client, path string) {
+	t.Helper()
+	position(t, c, path+"/status", "reset", 0)
+	resp := c.do("GET", path, nil)
+	wantStatus(t, resp, http.StatusOK)
+	d := doc(t, resp)
+	if msg := testid(d, "queue-reset"); !strings.HasPrefix(msg, "The line was reset.") {
+		t.Errorf("reset message %q, want it to say that the line was reset", msg)
+	}
+	if b := d.Find(`form[action="` + path + `"][method="post"] [data-testid="rejoin"]`); strings.TrimSpace(b.Text()) != "Join again" {
+		t.Errorf("the reset state's join button says %q, want Join again", strings.TrimSpace(b.Text()))
+	}
+	if d.Find("[sse-connect]").Length() != 0 {
+		t.Error("the reset page still follows the stream")
+	}
+	resp = c.do("GET", path+"/status", nil, "HX-Request: true")
+	wantStatus(t, resp, http.StatusOK)
+	if doc(t, resp).Find(`[data-queue-status="reset"][data-queue-final] [data-testid="queue-reset"]`).Length() != 1 {
+		t.Error("the htmx status is not the final reset fragment")
+	}
+}
+
+// After Redis lost the line, a fan who had a place is told that the line was
+// reset, and joining again gives a new place: with the session kept, and
+// with everything lost (the fan is logged out, and the epoch cookie tells
+// the line's loss after log-in). The cookie grants nothing.
 func TestQueue_Reset(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	ev := app.openEvent(t)
 	path := fmt.Sprintf("/events/%d/queue", ev.ID)
-	fan, _ := app.newAccount(t, "reset@example.com", boxoffice.RoleFan)
-	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
 
-	ctx := context.Background()
-	keys, err := app.Redis.Client.Keys(ctx, app.Redis.Prefix+"queue*").Result()
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("queue keys: %v, %v", keys, err)
-	}
-	if err := app.Redis.Client.Del(ctx, keys...).Err(); err != nil {
-		t.Fatal(err)
-	}
+	t.Run("LineLost", func(t *testing.T) {
+		fan, _ := app.newAccount(t, "reset@example.com", boxoffice.RoleFan)
+		wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+		app.forgetRedis(t, "queue*")
+		wantQueueReset(t, fan, path)
+		wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+		position(t, fan, path+"/status", "waiting", 1)
+	})
 
-	position(t, fan, path+"/status", "reset", 0)
-	resp := fan.do("GET", path, nil)
-	wantStatus(t, resp, http.StatusOK)
-	d := doc(t, resp)
-	if !strings.Contains(testid(d, "queue-reset"), "The line was reset, please rejoin") {
-		t.Errorf("reset message %q", testid(d, "queue-reset"))
-	}
-	if d.Find(`form[action="`+path+`"][method="post"] [data-testid="rejoin"]`).Length() != 1 {
-		t.Error("the reset state has no rejoin button")
-	}
-	wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
-	position(t, fan, path+"/status", "waiting", 1)
+	t.Run("EverythingLost", func(t *testing.T) {
+		fan, _ := app.newAccount(t, "lost@example.com", boxoffice.RoleFan)
+		resp := fan.do("POST", path, url.Values{})
+		wantStatus(t, resp, http.StatusSeeOther)
+		ck := responseCookie(resp, "boxoffice_queue_epoch")
+		if ck == nil || !boxoffice.ValidQueueEpoch(ck.Value) || ck.Path != path || !ck.HttpOnly || ck.Secure ||
+			ck.SameSite != http.SameSiteLaxMode || ck.MaxAge <= 0 || ck.MaxAge > 24*60*60 {
+			t.Fatalf("join sets epoch cookie %+v, want a valid epoch, Path %s, HttpOnly, SameSite=Lax, not Secure over http, Max-Age up to 24 h", ck, path)
+		}
+		position(t, fan, path+"/status", "waiting", 2)
+
+		app.forgetRedis(t, "*")
+		resp = fan.do("GET", path, nil)
+		wantStatus(t, resp, http.StatusSeeOther)
+		login := resp.Header.Get("Location")
+		if login != "/login?next="+url.QueryEscape(path) {
+			t.Fatalf("the logged-out fan's waiting room redirects to %q, want the log-in page leading back", login)
+		}
+		next := doc(t, fan.do("GET", login, nil)).Find(`input[name="next"]`).AttrOr("value", "")
+		resp = fan.do("POST", "/login", url.Values{"email": {"lost@example.com"}, "password": {"correct horse"}, "next": {next}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != path {
+			t.Fatalf("log-in leads to %q, want the waiting room %s", loc, path)
+		}
+		wantQueueReset(t, fan, path)
+		wantStatus(t, fan.do("POST", path, url.Values{}), http.StatusSeeOther)
+		position(t, fan, path+"/status", "waiting", 1)
+	})
+
+	t.Run("ForgedCookie", func(t *testing.T) {
+		fan, forger := app.newAccount(t, "forger@example.com", boxoffice.RoleFan)
+		u, _ := url.Parse(app.URL + path)
+		forge := func(value string) {
+			fan.Jar.SetCookies(u, []*http.Cookie{{Name: "boxoffice_queue_epoch", Value: value, Path: path}})
+		}
+		for _, bad := range []string{"short", "AbCdEfGhIjKlMnOpQr+/09", strings.Repeat("A", 23), "AbCdEfGhIjKlMnOp%r-_09"} {
+			forge(bad)
+			resp := fan.do("GET", path+"/status", nil, "Accept: application/json")
+			wantStatus(t, resp, http.StatusNotFound)
+			wantErrorCode(t, resp, boxoffice.ENOTINQUEUE)
+		}
+		// A well-shaped epoch that is not the line's: the page says the line
+		// was reset, and that is all it does.
+		forge("AbCdEfGhIjKlMnOpQr-_09")
+		wantQueueReset(t, fan, path)
+		if r := app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1000}); slices.Contains(r.Admitted, forger.ID) {
+			t.Error("a forged epoch cookie got its fan admitted")
+		}
+		resp := fan.do("GET", seatsPath(ev.ID), nil, "Accept: application/json")
+		wantStatus(t, resp, http.StatusForbidden)
+		wantErrorCode(t, resp, boxoffice.ENOENTRYTOKEN)
+	})
+
+	t.Run("Secure", func(t *testing.T) {
+		secure := newTestApp(t, func(s *handlers.Server) { s.Sessions.Cookie.Secure = true })
+		sev := secure.openEvent(t)
+		secure.newAccount(t, "secure@example.com", boxoffice.RoleFan)
+		session := sessionCookie(secure.newClient(t).do("POST", "/login", url.Values{"email": {"secure@example.com"}, "password": {"correct horse"}}))
+		if session == nil || !session.Secure {
+			t.Fatalf("session cookie %+v, want Secure", session)
+		}
+		resp := secure.newClient(t).do("POST", fmt.Sprintf("/events/%d/queue", sev.ID), url.Values{}, "Cookie: boxoffice_session="+session.Value)
+		wantStatus(t, resp, http.StatusSeeOther)
+		if ck := responseCookie(resp, "boxoffice_queue_epoch"); ck == nil || !ck.Secure {
+			t.Errorf("epoch cookie %+v on a site whose session cookie is Secure, want Secure", ck)
+		}
+	})
 }
 
 func TestQueue_Status(t *testing.T) {

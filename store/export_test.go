@@ -3,3 +3,7 @@ package store
 // SetBeforeCommit makes the confirmation transaction call f just before it
 // commits, so that tests can hold it open.
 func SetBeforeCommit(s *Orders, f func(orderID, paymentKey string)) { s.beforeCommit = f }
+
+// SetAfterSoldRead makes each load of h's sold-seat cache call f between its
+// PostgreSQL read and its write to Redis.
+func SetAfterSoldRead(h *Holds, f func()) { h.afterSoldRead = f }

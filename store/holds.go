@@ -56,6 +56,7 @@ const loadTimeout = 30 * time.Second
 //	sold:{e}               set of sold labels
 //	bought:{e}             hash account id -> tickets bought
 //	cache:ready:{e}        marker that sold:{e} and bought:{e} were loaded
+//	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
 //
 // Expiries are on Redis's clock (TIME in the scripts; PXAT on the locks, so a
 // lock and its zset entries end at the same millisecond): a hold ends by
@@ -66,9 +67,10 @@ const loadTimeout = 30 * time.Second
 // marked by cache:ready:{e} (expiring after SoldCacheTTL); the hold script
 // refuses to run without the marker, and Holds then loads the copy from
 // PostgreSQL and tries once more, so that a sold seat is never held after
-// Redis lost its data. Loading only adds, so loads racing each other or
-// MarkSold lose nothing; a seat that PostgreSQL stops counting as sold keeps
-// showing as sold in Redis until the event's keys are deleted.
+// Redis lost its data; a load during which Redis lost its data sets no
+// marker (loadSoldCacheOnce). Loading only adds, so loads racing each other
+// or MarkSold lose nothing; a seat that PostgreSQL stops counting as sold
+// keeps showing as sold in Redis until the event's keys are deleted.
 //
 // The labels of each event's seats are read from PostgreSQL once per event
 // and process and kept in memory (an event's seats never change after it is
@@ -94,6 +96,10 @@ type Holds struct {
 
 	granted prometheus.Counter
 	refused *prometheus.CounterVec
+
+	// afterSoldRead, if set (tests), runs between a load's PostgreSQL read
+	// and its write to Redis.
+	afterSoldRead func()
 }
 
 // NewHolds returns a Holds on db and r whose metrics are registered on reg
@@ -589,38 +595,70 @@ func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]stru
 // loadSoldCache copies the event's sold seats and bought counts from
 // PostgreSQL into Redis and sets cache:ready:{e}, through hold_cache.lua:
 // it merges (never removes) and skips when the marker is there, so that
-// loads racing each other or a MarkSold are harmless. Callers in one process
-// share one load per event; it outlives a caller that gives up (up to
-// loadTimeout), since the others wait for it.
+// loads racing each other or a MarkSold are harmless. A load during which
+// Redis lost its data writes nothing and is tried again, up to
+// soldLoadTries times (then an error). Callers in one process share one load
+// per event; it outlives a caller that gives up (up to loadTimeout), since
+// the others wait for it.
 func (h *Holds) loadSoldCache(ctx context.Context, eventID int64) error {
 	_, err, _ := h.loads.Do("sold:"+strconv.FormatInt(eventID, 10), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		defer cancel()
-		sold, bought, err := h.soldFromDB(ctx, eventID)
-		if err != nil {
-			return nil, err
+		for range soldLoadTries {
+			if done, err := h.loadSoldCacheOnce(ctx, eventID); done || err != nil {
+				return nil, err
+			}
 		}
-		ttl := h.SoldCacheTTL
-		if ttl <= 0 {
-			ttl = DefaultSoldCacheTTL
-		}
-		args := make([]any, 0, 2+len(sold)+len(bought))
-		args = append(args, ttl.Milliseconds(), len(sold))
-		for _, l := range sold {
-			args = append(args, l)
-		}
-		args = append(args, bought...)
-		err = holdCacheScript.Run(ctx, h.Redis.Client, []string{
-			h.Redis.Key("cache:ready:{%d}", eventID),
-			h.Redis.Key("sold:{%d}", eventID),
-			h.Redis.Key("bought:{%d}", eventID),
-		}, args...).Err()
-		if err != nil {
-			return nil, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
-		}
-		return nil, nil
+		return nil, fmt.Errorf("load sold seats of event %d into Redis: Redis lost its data during each of %d tries", eventID, soldLoadTries)
 	})
 	return err
+}
+
+// soldLoadTries bounds the loads of loadSoldCache that Redis losing its data
+// voids.
+const soldLoadTries = 3
+
+// loadSoldCacheOnce is one try of loadSoldCache. It first sets
+// cache:loading:{e}:<random id> (expiring after loadTimeout), then reads
+// PostgreSQL; hold_cache.lua writes only if that key is still there, so a
+// cache that may miss a sale never gets its marker. It reports false, with
+// nothing written, when the key was gone.
+func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, error) {
+	id, err := randomToken()
+	if err != nil {
+		return false, err
+	}
+	loading := h.Redis.Key("cache:loading:{%d}:%s", eventID, id)
+	if err := h.Redis.Client.Set(ctx, loading, "1", loadTimeout).Err(); err != nil {
+		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
+	}
+	sold, bought, err := h.soldFromDB(ctx, eventID)
+	if err != nil {
+		return false, err
+	}
+	if h.afterSoldRead != nil {
+		h.afterSoldRead()
+	}
+	ttl := h.SoldCacheTTL
+	if ttl <= 0 {
+		ttl = DefaultSoldCacheTTL
+	}
+	args := make([]any, 0, 2+len(sold)+len(bought))
+	args = append(args, ttl.Milliseconds(), len(sold))
+	for _, l := range sold {
+		args = append(args, l)
+	}
+	args = append(args, bought...)
+	n, err := holdCacheScript.Run(ctx, h.Redis.Client, []string{
+		h.Redis.Key("cache:ready:{%d}", eventID),
+		h.Redis.Key("sold:{%d}", eventID),
+		h.Redis.Key("bought:{%d}", eventID),
+		loading,
+	}, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
+	}
+	return n >= 0, nil
 }
 
 // soldFromDB reads the event's sold seat labels and, as account id, tickets

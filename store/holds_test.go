@@ -572,6 +572,41 @@ func TestHolds_Hold_SaleDuringLoad(t *testing.T) {
 	}
 }
 
+// TestHolds_Hold_LostDuringLoad loses Redis's data (as FLUSHALL does) while
+// a load of the sold-seat cache is between its PostgreSQL read and its
+// write, just after a sale committed and was marked sold: the load must not
+// leave a cache that misses the sale, so the seat is never held.
+func TestHolds_Hold_LostDuringLoad(t *testing.T) {
+	t.Parallel()
+	env := newHoldsEnv(t)
+	ev := newHoldEvent(t, env.DB, 10)
+	ctx := context.Background()
+	buyer := newHoldAccount(t, env.DB)
+	seat := ev.R[0]
+	var loads atomic.Int64
+	store.SetAfterSoldRead(env.H, func() {
+		if loads.Add(1) > 1 {
+			return
+		}
+		total := sellSeats(t, env.DB, ev.ID, buyer, seat)
+		if err := env.H.MarkSold(ctx, ev.ID, buyer, []string{seat}, total); err != nil {
+			t.Errorf("MarkSold: %v", err)
+		}
+		forgetRedis(t, env.R)
+	})
+	_, err := env.hold(ev.ID, 1, holdTTL, seat)
+	wantError(t, err, boxoffice.ESEATTAKEN)
+	if n := loads.Load(); n != 2 {
+		t.Errorf("%d loads, want 2: the one Redis's loss voided, and another", n)
+	}
+	if st := env.statuses(t, ev.ID, buyer); st.Owned != 1 || st.Status(seat) != boxoffice.SeatSold {
+		t.Errorf("after the reload: owned %d, %s %q; want 1, sold", st.Owned, seat, st.Status(seat))
+	}
+	if keys, err := env.R.Client.Keys(ctx, env.R.Prefix+"cache:loading:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("load keys left: %v, %v", keys, err)
+	}
+}
+
 func TestHolds_Release(t *testing.T) {
 	t.Parallel()
 	env := newHoldsEnv(t)

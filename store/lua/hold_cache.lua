@@ -2,12 +2,26 @@
 -- unless the marker is there. It only adds sold seats and raises bought
 -- counts, so a sale recorded (MarkSold) between the PostgreSQL read and this
 -- script is never lost, and concurrent loads are harmless.
--- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e}
+--
+-- The load set KEYS[4] before it read PostgreSQL. If that key is gone, Redis
+-- lost its data since (FLUSHALL, a restart without persistence), and with it
+-- maybe a sale that committed after the read and was marked sold before the
+-- loss: the rows would miss that seat, so nothing is written and the caller
+-- reads again. The check and the write are one script: no loss falls
+-- between them.
+--
+-- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e},
+-- KEYS[4] cache:loading:{e}:<load id>
 -- ARGV[1] marker TTL (ms), ARGV[2] number of sold labels n,
 -- ARGV[3..2+n] sold labels, then account id, tickets pairs.
--- Returns 1 when it loaded, 0 when the marker was there.
+-- Returns 1 when it loaded, 0 when the marker was there, -1 when KEYS[4]
+-- was gone (nothing written).
+local fresh = redis.call('DEL', KEYS[4]) == 1
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
+end
+if not fresh then
+  return -1
 end
 local last = 2 + tonumber(ARGV[2])
 local i = 3
