@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -88,6 +89,12 @@ type SandboxConfig struct {
 	// WebhookURL receives PAYMENT_STATUS_CHANGED webhooks (the app's
 	// /payments/webhook); "" sends none.
 	WebhookURL string
+	// ReturnOrigin, when not "", is the only origin (scheme://host[:port],
+	// the app's BASE_URL) that successUrl and failUrl may point at: the
+	// sandbox runs on the app's own address, so a checkout link crafted
+	// elsewhere must not turn it into an open redirect. "" accepts any
+	// absolute http(s) URL.
+	ReturnOrigin string
 	// LateDelay is how late ScenarioWebhookLate delivers; 0 means DefaultLateDelay.
 	LateDelay time.Duration
 	// RetryDelays are the waits before each retry of a webhook that failed
@@ -241,7 +248,7 @@ type checkoutForm struct {
 
 // parseCheckout reads and validates the checkout fields, returning the names
 // of the invalid ones. withAction also reads action and scenario (POST).
-func parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
+func (s *Sandbox) parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
 	f := checkoutForm{
 		orderID:    v.Get("orderId"),
 		orderName:  v.Get("orderName"),
@@ -262,10 +269,10 @@ func parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
 	if f.orderName == "" || utf8.RuneCountInString(f.orderName) > 100 || !utf8.ValidString(f.orderName) {
 		bad = append(bad, "orderName")
 	}
-	if !absoluteHTTPURL(f.successURL) {
+	if !s.returnURL(f.successURL) {
 		bad = append(bad, "successUrl")
 	}
-	if !absoluteHTTPURL(f.failURL) {
+	if !s.returnURL(f.failURL) {
 		bad = append(bad, "failUrl")
 	}
 	if withAction {
@@ -283,18 +290,22 @@ func parseCheckout(v url.Values, withAction bool) (checkoutForm, []string) {
 // redirected there, so they end up in a Location header.
 const maxReturnURLLen = 2048
 
-// absoluteHTTPURL reports whether s is an absolute http(s) URL of at most
-// maxReturnURLLen bytes.
-func absoluteHTTPURL(s string) bool {
-	u, err := url.Parse(s)
-	return err == nil && len(s) <= maxReturnURLLen && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+// returnURL reports whether raw may be a checkout's successUrl or failUrl:
+// an absolute http(s) URL of at most maxReturnURLLen bytes, on
+// cfg.ReturnOrigin when that is set.
+func (s *Sandbox) returnURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || len(raw) > maxReturnURLLen || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return false
+	}
+	return s.cfg.ReturnOrigin == "" || strings.EqualFold(u.Scheme+"://"+u.Host, s.cfg.ReturnOrigin)
 }
 
 // handleCheckoutPage handles GET /checkout?orderId&amount&orderName&successUrl&failUrl:
 // the payment page, standing in for Toss's payment window. Invalid fields: 400
 // and a page naming them.
 func (s *Sandbox) handleCheckoutPage(w http.ResponseWriter, r *http.Request) {
-	f, bad := parseCheckout(r.URL.Query(), false)
+	f, bad := s.parseCheckout(r.URL.Query(), false)
 	if len(bad) > 0 {
 		s.renderInvalid(w, r, bad)
 		return
@@ -322,7 +333,7 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 		s.renderInvalid(w, r, []string{"form"})
 		return
 	}
-	f, bad := parseCheckout(r.PostForm, true)
+	f, bad := s.parseCheckout(r.PostForm, true)
 	if len(bad) > 0 {
 		s.renderInvalid(w, r, bad)
 		return

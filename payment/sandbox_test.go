@@ -204,6 +204,32 @@ func TestSandbox_Checkout(t *testing.T) {
 	}
 }
 
+// With ReturnOrigin set, as the app sets it to its BASE_URL, the checkout
+// refuses to send the buyer anywhere else: no open redirect on the app's
+// own address.
+func TestSandbox_ReturnOrigin(t *testing.T) {
+	h := newHarness(t, func(c *payment.SandboxConfig) { c.ReturnOrigin = "https://shop.example" })
+	for _, tt := range []struct{ name, field, value string }{
+		{"OtherHost", "successUrl", "https://evil.example/payments/success"},
+		{"OtherScheme", "failUrl", "http://shop.example/payments/fail"},
+		{"OtherPort", "successUrl", "https://shop.example:8443/payments/success"},
+		{"UserInfoTrick", "failUrl", "https://shop.example@evil.example/payments/fail"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			form := checkoutForm("order-origin-1", 1000, "pay", "")
+			form.Set(tt.field, tt.value)
+			resp := h.postCheckout(t, form)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("%s %s: status %d, want 400", tt.field, tt.value, resp.StatusCode)
+			}
+		})
+	}
+	resp := h.postCheckout(t, checkoutForm("order-origin-2", 1000, "pay", ""))
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, successURL+"?") {
+		t.Fatalf("status %d Location %q, want 303 to %s", resp.StatusCode, loc, successURL)
+	}
+}
+
 func TestSandbox_Authentication(t *testing.T) {
 	h := newHarness(t)
 	q := h.pay(t, "order-auth-1", 1000, "")

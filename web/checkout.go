@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 
 	"github.com/boxoffice/boxoffice/payment"
@@ -33,9 +34,13 @@ func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds,
 		relay: &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
 	}
 	if cfg.PGProvider == payment.ProviderSandbox {
+		base, err := url.Parse(cfg.BaseURL) // checked by LoadConfig
+		if err != nil {
+			return nil, fmt.Errorf("BASE_URL: %w", err)
+		}
 		sb, err := payment.NewSandbox(payment.SandboxConfig{
 			Provider: cfg.PGProvider, Pool: db.Pool, SecretKey: cfg.PGSecretKey,
-			WebhookURL: cfg.BaseURL + "/payments/webhook", Logger: logger,
+			WebhookURL: cfg.BaseURL + "/payments/webhook", ReturnOrigin: base.Scheme + "://" + base.Host, Logger: logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("sandbox PG: %w", err)
