@@ -40,6 +40,14 @@ test: lint ## vet, every Go test with -race, and the browser tests
 e2e: generate ## the browser tests alone
 	@$(SERVICES) && $(E2E_DEPS) && $(GO) test -race -timeout $(TEST_TIMEOUT) -v -count=1 ./e2e/
 
+# the long chaos tests run in every package but the browser tests' (which
+# have none, and need Chromium)
+CHAOS_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
+
+.PHONY: chaos
+chaos: generate ## the long version of every chaos test (TestChaos_ with BOXOFFICE_CHAOS=long, see README.md)
+	@$(SERVICES) && BOXOFFICE_CHAOS=long $(GO) test -race -count=1 -run TestChaos_ -v -timeout 30m $(CHAOS_PKGS)
+
 # flags of the load test, e.g. BENCH_FLAGS="-fans 2000 -quick" (see README.md)
 BENCH_FLAGS ?=
 

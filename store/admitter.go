@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,13 +14,18 @@ import (
 )
 
 // QueueMetrics are the waiting room's Prometheus metrics, labelled by event
-// id. The gauges are set by the instance that admitted the event's last tick
-// (take their max across instances); the counters add up across instances.
+// id except Ticks. The gauges are set by the instance that admitted the
+// event's last tick (take their max across instances); the counters add up
+// across instances.
 type QueueMetrics struct {
 	Waiting    *prometheus.GaugeVec   // boxoffice_queue_waiting: fans in line
 	LiveTokens *prometheus.GaugeVec   // boxoffice_queue_live_tokens: entry tokens not expired
 	Joins      *prometheus.CounterVec // boxoffice_queue_joins_total: new places (rejoins not counted)
 	Admissions *prometheus.CounterVec // boxoffice_queue_admissions_total: fans admitted
+	// Ticks is boxoffice_admission_ticks_total: the ticks whose lock this
+	// instance took (Admitter.AdmitTick). Summed over the instances it is at
+	// most the number of ticks that passed: one admitter per tick.
+	Ticks prometheus.Counter
 }
 
 // NewQueueMetrics creates the metrics and registers them on reg (not the
@@ -39,8 +45,11 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 		Admissions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "boxoffice_queue_admissions_total", Help: "Fans admitted from the event's queue with an entry token.",
 		}, labels),
+		Ticks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "boxoffice_admission_ticks_total", Help: "Admission ticks this instance took the lock for (one instance per tick admits).",
+		}),
 	}
-	for _, c := range []prometheus.Collector{m.Waiting, m.LiveTokens, m.Joins, m.Admissions} {
+	for _, c := range []prometheus.Collector{m.Waiting, m.LiveTokens, m.Joins, m.Admissions, m.Ticks} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register queue metrics: %w", err)
 		}
@@ -50,14 +59,19 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 
 // Admitter is the background worker that admits each tick's batch of every
 // event with an open queue. Any number of instances may run one: per tick,
-// the first to take the tick's lock (SET NX PX on admit:lock:<tick>) reads
-// the open queues and admits; and each event's admission script refuses a
-// tick already admitted, so no fan is admitted twice even if a lock expires.
-// Ticks are numbered from Redis's clock (boxoffice.TickIndex), so instances
-// agree on them.
+// the first to take the tick's lock (SET NX PX on admit:lock:<tick>, whose
+// value is Instance) reads the open queues and admits; and each event's
+// admission script refuses a tick already admitted, so no fan is admitted
+// twice even if a lock expires. Ticks are numbered from Redis's clock
+// (boxoffice.TickIndex), so instances agree on them. Queue.Metrics, if not
+// nil, counts the ticks this admitter took.
 type Admitter struct {
 	Queue  *Queue
 	Source boxoffice.AdmissionSource
+	// Instance names this admitter in the locks of the ticks it takes
+	// ("1" when empty), so that an operator can tell which instance
+	// admitted a tick; the binary uses host:pid.
+	Instance string
 	// Tick is the length of a tick (boxoffice.DefaultAdmissionTick when 0),
 	// whole milliseconds, at least 1 ms.
 	Tick time.Duration
@@ -99,12 +113,15 @@ func (a *Admitter) AdmitTick(ctx context.Context, tick int64) (TickResult, error
 		return TickResult{}, fmt.Errorf("admitter tick %v: must be at least 1ms", a.Tick)
 	}
 	r := a.Queue.Redis
-	ok, err := r.Client.SetNX(ctx, r.Key("admit:lock:%d", tick), "1", max(10*every, time.Minute)).Result()
+	ok, err := r.Client.SetNX(ctx, r.Key("admit:lock:%d", tick), cmp.Or(a.Instance, "1"), max(10*every, time.Minute)).Result()
 	if err != nil {
 		return TickResult{}, fmt.Errorf("admitter lock for tick %d: %w", tick, err)
 	}
 	if !ok {
 		return TickResult{}, nil
+	}
+	if m := a.Queue.Metrics; m != nil {
+		m.Ticks.Inc()
 	}
 	events, err := a.Source.OpenQueues(ctx, time.UnixMilli(tick*every.Milliseconds()))
 	if err != nil {

@@ -326,15 +326,24 @@ func firstDiff(a, b []int64) int {
 
 // Two instances (two clients on one prefix) race for 60 ticks at rate 50,
 // while fans keep joining: every tick admits exactly 50, one admitter per
-// tick, nobody twice, nobody lost. The ticks come from the test, not a clock.
+// tick (its name in the tick's lock, the tick counted once across the
+// instances' metrics), nobody twice, nobody lost. The ticks come from the
+// test, not a clock.
 func TestAdmitter_TwoInstances(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q1 := newQueue(t)
 	q2 := sameQueue(t, q1)
+	for _, q := range []*store.Queue{q1, q2} {
+		m, err := store.NewQueueMetrics(prometheus.NewRegistry())
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Metrics = m
+	}
 	const rate, ticks = 50, 60
 	src := &source{s: []boxoffice.AdmissionSettings{admission(rate)}}
-	admitters := []*store.Admitter{{Queue: q1, Source: src}, {Queue: q2, Source: src}}
+	admitters := []*store.Admitter{{Queue: q1, Source: src, Instance: "host-a:1"}, {Queue: q2, Source: src, Instance: "host-b:2"}}
 
 	seqs := mustJoin(t, q1, 1, rate*ticks+50)
 	var mu sync.Mutex
@@ -375,6 +384,9 @@ func TestAdmitter_TwoInstances(t *testing.T) {
 				continue
 			}
 			locked++
+			if got, err := q1.Redis.Client.Get(ctx, q1.Redis.Key("admit:lock:%d", tick)).Result(); err != nil || got != admitters[i].Instance {
+				t.Fatalf("tick %d's lock = %q, %v; want the name of admitter %d, %q", tick, got, err, i, admitters[i].Instance)
+			}
 			ar := r.Events[queueEvent]
 			if len(ar.Admitted) != rate {
 				t.Fatalf("tick %d admitted %d fans, want %d", tick, len(ar.Admitted), rate)
@@ -392,6 +404,9 @@ func TestAdmitter_TwoInstances(t *testing.T) {
 		}
 	}
 	late.Wait()
+	if got := metricValue(t, q1.Metrics.Ticks) + metricValue(t, q2.Metrics.Ticks); got != ticks {
+		t.Errorf("the instances counted %v ticks taken, want %d", got, ticks)
+	}
 
 	// The same race without the lock: many goroutines on both clients run the
 	// admission script for each tick; it admits each tick once.

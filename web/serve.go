@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -121,7 +122,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	stopping, stop := context.WithCancel(context.Background())
 	var workers sync.WaitGroup
 	defer func() { stop(); workers.Wait() }()
-	admitter := &store.Admitter{Queue: queue, Source: events, Tick: cfg.AdmissionTick, Logger: logger}
+	admitter := &store.Admitter{Queue: queue, Source: events, Tick: cfg.AdmissionTick, Instance: instanceName(), Logger: logger}
 	workers.Go(func() {
 		if err := admitter.Run(stopping); err != nil {
 			logger.Error("admitter stopped", "err", err)
@@ -186,6 +187,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// instanceName names this process, host:pid, in the admitter's tick locks.
+func instanceName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 // serveProfiler serves net/http/pprof's handlers (/debug/pprof/...) on ln,

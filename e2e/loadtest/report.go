@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxoffice/boxoffice/e2e/invariant"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -70,15 +71,15 @@ func (p *Phase) step(prefix string) (Stats, bool) {
 
 // Report is the whole run, as report.json has it.
 type Report struct {
-	StartedAt  time.Time   `json:"started_at"`
-	Seconds    float64     `json:"seconds"`
-	Machine    Machine     `json:"machine"`
-	Config     Config      `json:"config"`
-	Targets    []Target    `json:"targets"`
-	Baselines  []Stats     `json:"baselines,omitempty"`
-	Ratios     []Ratio     `json:"ratios,omitempty"`
-	Phases     []*Phase    `json:"phases"`
-	Invariants []Invariant `json:"invariants,omitempty"`
+	StartedAt  time.Time          `json:"started_at"`
+	Seconds    float64            `json:"seconds"`
+	Machine    Machine            `json:"machine"`
+	Config     Config             `json:"config"`
+	Targets    []Target           `json:"targets"`
+	Baselines  []Stats            `json:"baselines,omitempty"`
+	Ratios     []Ratio            `json:"ratios,omitempty"`
+	Phases     []*Phase           `json:"phases"`
+	Invariants []invariant.Result `json:"invariants,omitempty"`
 	// PeakRSS is the server's largest resident set over the run (VmHWM).
 	PeakRSS  int64             `json:"server_peak_rss_bytes"`
 	Profiles map[string]string `json:"profiles,omitempty"`

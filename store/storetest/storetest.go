@@ -44,6 +44,10 @@ func RedisURL() string {
 	return DefaultRedisURL
 }
 
+// ChaosLong reports whether the long versions of the chaos tests are asked
+// for (BOXOFFICE_CHAOS=long, as `make chaos` sets): more fans, more rounds.
+func ChaosLong() bool { return os.Getenv("BOXOFFICE_CHAOS") == "long" }
+
 var (
 	templateOnce sync.Once
 	templateName string
