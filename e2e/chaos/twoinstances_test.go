@@ -43,7 +43,10 @@ func TestChaos_TwoInstances(t *testing.T) {
 	// comes first; the others are paid in well under this.
 	env := append(s.env(), "PAYMENT_WINDOW=10s")
 	a := startInstance(t, "A", env...)
-	b := startInstance(t, "B", env...)
+	// Both answer to A's address as their public BASE_URL, as instances
+	// behind one name do: the PG sends every buyer back there, and each
+	// sandbox refuses return addresses on any other origin.
+	b := startInstance(t, "B", append(env, "BASE_URL="+a.URL)...)
 	c := newCrowd(t, s, []*instance{a, b}, races)
 	c.run(ctx, fans)
 

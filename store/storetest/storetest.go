@@ -214,7 +214,3 @@ func randomHex(n int) string {
 	rand.Read(b)
 	return hex.EncodeToString(b)
 }
-
-// ChaosLong reports whether the long versions of the chaos tests are asked
-// for (BOXOFFICE_CHAOS=long, as `make chaos` sets): more fans, more rounds.
-func ChaosLong() bool { return os.Getenv("BOXOFFICE_CHAOS") == "long" }
