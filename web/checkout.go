@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"time"
 
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
@@ -16,22 +17,31 @@ import (
 // PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
 // payment reconciler, outbox relay).
 type checkout struct {
-	orders  *store.Orders
-	relay   *store.OutboxRelay
-	sandbox *payment.Sandbox // nil unless PG_PROVIDER is sandbox
+	orders    *store.Orders
+	relay     *store.OutboxRelay
+	sandbox   *payment.Sandbox // nil unless PG_PROVIDER is sandbox
+	reconcile time.Duration    // RECONCILE_INTERVAL
 }
 
 // newCheckout builds the orders store on the PG at PG_BASE_URL and, for
 // PG_PROVIDER sandbox, the sandbox PG (mounted by the server under
 // /sandbox-pg, sending its webhooks to BASE_URL/payments/webhook).
+//
+// RECONCILE_INTERVAL paces the reconciler as a whole: it runs every
+// interval, first asks the PG about an order two intervals after the order
+// was created (the buyer's redirect comes first) and asks again every four,
+// so that at the default 30 s these are store.DefaultReconcileGrace and
+// store.DefaultReconcileRecheck.
 func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
 	c := &checkout{
 		orders: &store.Orders{
 			DB: db, Holds: holds, PG: &payment.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey},
 			TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
-			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail", Logger: logger,
+			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail",
+			ReconcileGrace: 2 * cfg.ReconcileInterval, ReconcileRecheck: 4 * cfg.ReconcileInterval, Logger: logger,
 		},
-		relay: &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
+		relay:     &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
+		reconcile: cfg.ReconcileInterval,
 	}
 	if cfg.PGProvider == payment.ProviderSandbox {
 		base, err := url.Parse(cfg.BaseURL) // checked by LoadConfig
@@ -61,7 +71,7 @@ func (c *checkout) sandboxHandler() http.Handler {
 // start runs the workers in the group until stopping ends.
 func (c *checkout) start(stopping context.Context, workers *sync.WaitGroup) {
 	workers.Go(func() { c.orders.RunExpiry(stopping, 0) })
-	workers.Go(func() { c.orders.RunReconciler(stopping, 0) })
+	workers.Go(func() { c.orders.RunReconciler(stopping, c.reconcile) })
 	workers.Go(func() { c.relay.Run(stopping, 0) })
 }
 

@@ -27,6 +27,11 @@ type Config struct {
 	RateLimits    bool          // RATE_LIMITS: "on", or "off" for load tests from one address
 	PaymentWindow time.Duration // PAYMENT_WINDOW: how long an order waits for its payment
 	PprofAddr     string        // PPROF_ADDR: loopback host:port of the CPU/heap profiler, "" (off) by default
+
+	// RECONCILE_INTERVAL: how often the reconciler settles the payments
+	// that the PG's redirect and webhook left undone; it paces the
+	// reconciler's look-ups at the PG too (newCheckout).
+	ReconcileInterval time.Duration
 }
 
 // Dev defaults of the secrets, refused when BASE_URL is https (a real site).
@@ -119,6 +124,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.PaymentWindow, err = time.ParseDuration(window); err != nil || c.PaymentWindow < 5*time.Second || c.PaymentWindow > 30*time.Minute {
 		bad("PAYMENT_WINDOW", "want a duration from 5s to 30m such as 10m, got %q", window)
 	}
+	reconcile := get("RECONCILE_INTERVAL", "30s")
+	if c.ReconcileInterval, err = time.ParseDuration(reconcile); err != nil || c.ReconcileInterval < time.Second || c.ReconcileInterval > 5*time.Minute {
+		bad("RECONCILE_INTERVAL", "want a duration from 1s to 5m such as 30s, got %q", reconcile)
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("bad configuration:\n  %w", joinLines(errs))
 	}
@@ -131,7 +140,7 @@ func (c Config) LogAttrs() []any {
 		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
-		"payment_window", c.PaymentWindow.String(),
+		"payment_window", c.PaymentWindow.String(), "reconcile_interval", c.ReconcileInterval.String(),
 		"pprof_addr", c.PprofAddr,
 	}
 }

@@ -5,12 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
@@ -25,7 +27,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
 		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits ||
-		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" {
+		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" || c.ReconcileInterval != 30*time.Second {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -46,6 +48,9 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"SESSION_SECRET": "short", "LOG_LEVEL": "loud", "ADMISSION_TICK": "fast", "RATE_LIMITS": "maybe"}, []string{"SESSION_SECRET", "LOG_LEVEL", "ADMISSION_TICK", "RATE_LIMITS"}},
 		{map[string]string{"PAYMENT_WINDOW": "1s"}, []string{"PAYMENT_WINDOW"}},
 		{map[string]string{"PAYMENT_WINDOW": "1h"}, []string{"PAYMENT_WINDOW"}},
+		{map[string]string{"RECONCILE_INTERVAL": "500ms"}, []string{"RECONCILE_INTERVAL"}},
+		{map[string]string{"RECONCILE_INTERVAL": "10m"}, []string{"RECONCILE_INTERVAL"}},
+		{map[string]string{"RECONCILE_INTERVAL": "often"}, []string{"RECONCILE_INTERVAL"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))
@@ -66,6 +71,33 @@ func TestLoadConfig_PprofAddr(t *testing.T) {
 		c, err := LoadConfig(env(map[string]string{"PPROF_ADDR": addr}))
 		if err != nil || c.PprofAddr != addr {
 			t.Errorf("LoadConfig(PPROF_ADDR=%s) = %q, %v; want it accepted", addr, c.PprofAddr, err)
+		}
+	}
+}
+
+// RECONCILE_INTERVAL paces the whole reconciler, and its default keeps the
+// store's defaults: every 30 s, an order first asked about after a minute and
+// again every two.
+func TestNewCheckout_ReconcilerPace(t *testing.T) {
+	tests := []struct {
+		interval              string
+		every, grace, recheck time.Duration
+	}{
+		{"", store.DefaultReconcileInterval, store.DefaultReconcileGrace, store.DefaultReconcileRecheck},
+		{"1s", time.Second, 2 * time.Second, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		cfg, err := LoadConfig(env(map[string]string{"PG_PROVIDER": "toss", "PG_SECRET_KEY": "test_sk_x", "RECONCILE_INTERVAL": tt.interval}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := newCheckout(cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.reconcile != tt.every || c.orders.ReconcileGrace != tt.grace || c.orders.ReconcileRecheck != tt.recheck {
+			t.Errorf("RECONCILE_INTERVAL=%q: every %v, grace %v, recheck %v; want %v, %v, %v", tt.interval,
+				c.reconcile, c.orders.ReconcileGrace, c.orders.ReconcileRecheck, tt.every, tt.grace, tt.recheck)
 		}
 	}
 }
