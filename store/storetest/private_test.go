@@ -51,3 +51,27 @@ func TestPrivateServers(t *testing.T) {
 		t.Fatalf("query after the restart: %v", err)
 	}
 }
+
+// Stopping the private PostgreSQL is a crash of the server, not of the
+// machine: what was committed just before is there after Start, as after a
+// real server's crash.
+func TestPrivatePostgres_StopKeepsCommits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := storetest.StartPostgres(t)
+	db, err := store.OpenDB(ctx, p.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Pool.Exec(ctx, `CREATE TABLE kept AS SELECT 1 AS n`); err != nil {
+		t.Fatal(err)
+	}
+	p.Stop()
+	p.Start()
+	db.Pool.Reset() // the pool's connections died with the server
+	var n int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM kept`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after a commit and a crash: %d rows, %v; want the committed row", n, err)
+	}
+}
