@@ -112,7 +112,13 @@ type harness struct {
 
 func newHarness(t *testing.T, opts ...func(*payment.SandboxConfig)) *harness {
 	t.Helper()
-	h := &harness{db: storetest.MustOpenDB(t), recv: newReceiver(t)}
+	return newHarnessOn(t, storetest.MustOpenDB(t), opts...)
+}
+
+// newHarnessOn is newHarness on the migrated database db.
+func newHarnessOn(t *testing.T, db *store.DB, opts ...func(*payment.SandboxConfig)) *harness {
+	t.Helper()
+	h := &harness{db: db, recv: newReceiver(t)}
 	h.cfg = payment.SandboxConfig{
 		Provider:    payment.ProviderSandbox,
 		Pool:        h.db.Pool,

@@ -3,6 +3,7 @@ package payment_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
@@ -829,4 +831,51 @@ func TestSandbox_WebhookSurvivesRestart(t *testing.T) {
 	next.Wait()
 	wantWebhooks(t, h, key, "DONE")
 	wantDeliveryRow(t, h, key, 1, true, false)
+}
+
+// TestSandbox_WebhookSurvivesDatabaseOutage stops the sandbox's database
+// while a webhook waits for its time (a late one) and starts it again: the
+// delivery waits for the database and then goes out, as a PG's retries
+// outlast its outages.
+func TestSandbox_WebhookSurvivesDatabaseOutage(t *testing.T) {
+	ctx := context.Background()
+	pg := storetest.StartPostgres(t)
+	db, err := store.OpenDB(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	logged := &logWatch{lines: make(chan string, 100)}
+	h := newHarnessOn(t, db, func(c *payment.SandboxConfig) {
+		c.LateDelay = time.Second
+		c.Logger = slog.New(slog.NewTextHandler(logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	})
+	key := h.pay(t, "order-outage-1", 1000, payment.ScenarioWebhookLate).Get("paymentKey")
+	mustConfirm(t, h, key, "order-outage-1", 1000)
+	pg.Stop()
+	select { // the delivery met the database down
+	case <-logged.lines:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the delivery logged no database error with the database down")
+	}
+	wantWebhooks(t, h, key)
+	pg.Start()
+	h.sb.Wait()
+	wantWebhooks(t, h, key, "DONE")
+	wantDeliveryRow(t, h, key, 1, true, false)
+}
+
+// logWatch is a log's writer that passes each line on to lines (dropping
+// lines when nobody reads).
+type logWatch struct{ lines chan string }
+
+func (w *logWatch) Write(p []byte) (int, error) {
+	select {
+	case w.lines <- string(p):
+	default:
+	}
+	return len(p), nil
 }

@@ -18,6 +18,11 @@ import (
 // is due for; another instance takes it over only after that.
 const webhookLease = time.Minute
 
+// dbRetryDelay is how long a delivery waits to read or write its row again
+// after the sandbox's database failed: a PG's retries outlast its own
+// outages, so a delivery goes on until it is done or Close.
+const dbRetryDelay = time.Second
+
 // delivery is one webhook delivery running in this instance.
 type delivery struct {
 	attempted chan struct{} // closed after the first attempt, or when the delivery stops
@@ -114,10 +119,22 @@ func (s *Sandbox) logDBError(what string, err error) {
 	}
 }
 
+// waitAfterDBError logs a delivery's database error and waits dbRetryDelay;
+// it reports false if Close came first.
+func (s *Sandbox) waitAfterDBError(what string, id int64, err error) bool {
+	if s.ctx.Err() != nil {
+		return false
+	}
+	s.cfg.Logger.Warn("sandbox PG: "+what+"; retrying", "id", id, "retry_in", dbRetryDelay, "err", err)
+	return s.sleepUntil(time.Now().Add(dbRetryDelay))
+}
+
 // deliver sends webhook id until it is delivered (2xx), its retries run out
 // (cfg.RetryDelays), or Close. Each attempt first takes the delivery's lease
 // in PostgreSQL, so that two instances never send it at once; between
-// attempts the lease runs past the next one.
+// attempts the lease runs past the next one. While the database fails, it
+// tries again every dbRetryDelay; an attempt whose outcome could not be
+// stored is made again (a webhook may arrive twice, as Toss's may).
 func (s *Sandbox) deliver(id int64, d *delivery) {
 	for {
 		var nextAt time.Time
@@ -127,9 +144,13 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 		err := s.cfg.Pool.QueryRow(s.ctx, `SELECT next_at, lease_until, lease_owner,
 				delivered_at IS NOT NULL OR failed_at IS NOT NULL
 			FROM sandbox_pg_webhook WHERE id = $1`, id).Scan(&nextAt, &leaseUntil, &owner, &finished)
-		if err != nil {
-			s.logDBError("read webhook", err)
-			return
+		if errors.Is(err, pgx.ErrNoRows) {
+			return // nothing to deliver
+		} else if err != nil {
+			if !s.waitAfterDBError("read webhook", id, err) {
+				return
+			}
+			continue
 		}
 		if finished {
 			return
@@ -151,25 +172,35 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // delivered, rescheduled or leased by another instance meanwhile: look again
 		} else if err != nil {
-			s.logDBError("lease webhook", err)
-			return
+			if !s.waitAfterDBError("lease webhook", id, err) {
+				return
+			}
+			continue
 		}
 		sendErr := s.post(body)
 		if s.ctx.Err() != nil {
 			return // Close interrupted the attempt: it does not count
 		}
-		if !s.recordAttempt(id, attempts+1, sendErr) {
+		more, err := s.recordAttempt(id, attempts+1, sendErr)
+		d.markAttempted()
+		if err != nil {
+			if !s.waitAfterDBError("record webhook attempt", id, err) {
+				return
+			}
+			continue
+		}
+		if !more {
 			return
 		}
-		d.markAttempted()
 	}
 }
 
 // recordAttempt stores an attempt's outcome and reports whether another
-// attempt follows.
-func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) bool {
+// attempt follows. Errors: the database's (nothing was stored).
+func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) (bool, error) {
 	now := time.Now()
 	var err error
+	more := false
 	switch {
 	case sendErr == nil:
 		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
@@ -186,14 +217,9 @@ func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) bool {
 		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
 			SET attempts = $2, next_at = $3, lease_until = $5, last_error = $6
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, next, s.owner, next.Add(webhookLease), sendErr.Error())
-		if err == nil {
-			return true
-		}
+		more = true
 	}
-	if err != nil {
-		s.logDBError("record webhook attempt", err)
-	}
-	return false
+	return more, err
 }
 
 // post sends one webhook body to cfg.WebhookURL; any answer but 2xx is an error.
