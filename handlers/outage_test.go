@@ -20,14 +20,7 @@ func TestOutage_Postgres(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pg := storetest.StartPostgres(t)
-	db, err := store.OpenDB(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := pg.MustOpenDB()
 	if _, err := demo.Seed(ctx, db, demo.Options{Password: "correct horse", BcryptCost: 4}); err != nil {
 		t.Fatal(err)
 	}

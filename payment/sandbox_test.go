@@ -14,7 +14,6 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice/payment"
-	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
@@ -838,16 +837,8 @@ func TestSandbox_WebhookSurvivesRestart(t *testing.T) {
 // delivery waits for the database and then goes out, as a PG's retries
 // outlast its outages.
 func TestSandbox_WebhookSurvivesDatabaseOutage(t *testing.T) {
-	ctx := context.Background()
 	pg := storetest.StartPostgres(t)
-	db, err := store.OpenDB(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := pg.MustOpenDB()
 	logged := &logWatch{lines: make(chan string, 100)}
 	h := newHarnessOn(t, db, func(c *payment.SandboxConfig) {
 		c.LateDelay = time.Second

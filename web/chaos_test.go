@@ -147,14 +147,7 @@ const chaosPassword = "correct horse"
 func startChaosSale(t *testing.T, p chaosParams) *chaosSale {
 	ctx := context.Background()
 	pg := storetest.StartPostgres(t)
-	db, err := store.OpenDB(ctx, pg.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := pg.MustOpenDB()
 	if _, err := demo.Seed(ctx, db, demo.Options{Password: chaosPassword, BcryptCost: 4}); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/store"
 )
 
 // PrivateRedis is a Redis server of one test's own, on a free loopback port,
@@ -105,6 +108,22 @@ func StartPostgres(tb testing.TB) *PrivatePostgres {
 	p.Start()
 	tb.Cleanup(p.Stop)
 	return p
+}
+
+// MustOpenDB opens the server's database and migrates it; it is closed when
+// the test ends. The pool caps its connections at 4, as MustOpenDB's do.
+func (p *PrivatePostgres) MustOpenDB() *store.DB {
+	p.tb.Helper()
+	ctx := context.Background()
+	db, err := store.OpenDB(ctx, p.URL)
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	p.tb.Cleanup(db.Close)
+	if err := db.Migrate(ctx); err != nil {
+		p.tb.Fatal(err)
+	}
+	return db
 }
 
 // Start starts the server (again) and waits until it accepts connections.

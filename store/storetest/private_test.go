@@ -33,14 +33,7 @@ func TestPrivateServers(t *testing.T) {
 	}
 
 	p := storetest.StartPostgres(t)
-	db, err := store.OpenDB(ctx, p.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	db := p.MustOpenDB()
 	p.Stop()
 	if err := db.Ping(ctx); err == nil {
 		t.Fatal("Ping succeeded with the private PostgreSQL stopped")
