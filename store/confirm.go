@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -338,19 +337,31 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 //   - lock the account's purchase_count row, then the order row, so that one
 //     account's confirmations run one at a time;
 //   - decide: the order must still be payable (not paid by another payment,
-//     failed or given up), the account's bought tickets plus these must stay
-//     within the event's limit, and no seat may be held in Redis by another
-//     account (the order's holds may have expired, been released or lost);
+//     failed or given up), and the account's bought tickets plus these must
+//     stay within the event's limit;
+//   - claim the seats for the buyer in Redis (Holds.claimSeats, one Lua
+//     script, all or nothing): none may be held by another account (the
+//     order's holds may have expired, been released or lost), and from the
+//     claim on no other account can hold them, until the sale is surely in
+//     Redis's sold-seat cache;
 //   - insert the sold_seat rows (UNIQUE per seat, in label order so that
 //     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
-//     back to a savepoint;
+//     back to a savepoint, and the holds that the claim took (seats no hold
+//     of the buyer covered) end at once, so that the seats that are sold to
+//     nobody are free again, while the buyer's own holds stay; a failure to
+//     end them is only logged (they expire by themselves);
 //   - sold: move the order to CONFIRMED (a conditional UPDATE), count the
 //     tickets in purchase_count, issue them (random UUIDs), write the outbox
 //     row; not sold: record the payment refund_pending and move a payable
 //     order to REFUNDED with the reason.
 //
 // After the commit, a sale is marked in Redis (Holds.MarkSold ends every hold
-// on the seats) and a refund is asked of the PG.
+// on the seats, the claim included; if it fails, the claim keeps the seats
+// from other accounts until the sold-seat cache's next load has them) and a
+// refund is asked of the PG. A transaction that fails leaves its claim to
+// expire by itself: the payment is DONE at the PG and a retry (the webhook,
+// the reconciler) settles it, claiming again, and a failed commit may have
+// committed.
 func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *payment.Payment) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	labels := o.Seats()
@@ -387,9 +398,10 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 		case tickets+len(labels) > limit:
 			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
 		}
+		var claimed []string
 		if reason == "" {
-			taken, err := s.heldByOthers(ctx, o.EventID, o.AccountID, labels)
-			if err != nil {
+			var taken []string
+			if claimed, taken, err = s.Holds.claimSeats(ctx, o.EventID, o.AccountID, labels); err != nil {
 				return err
 			}
 			if len(taken) > 0 {
@@ -403,6 +415,9 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 			}
 			if len(taken) > 0 {
 				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", taken)
+				if err := s.Holds.releaseSeats(ctx, o.EventID, o.AccountID, claimed); err != nil {
+					s.logger().Warn("release the seats claimed for an order that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
+				}
 			}
 		}
 		if reason != "" {
@@ -421,7 +436,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 	}
 	if sold {
 		if err := s.Holds.MarkSold(ctx, o.EventID, o.AccountID, labels, bought); err != nil {
-			s.logger().Warn("mark sold seats in Redis (the sold-seat cache reloads them)", "order_id", o.ID, "err", err)
+			s.logger().Warn("mark sold seats in Redis (the claim keeps them until the sold-seat cache reloads them)", "order_id", o.ID, "err", err)
 		}
 	}
 	return s.settle(ctx, o.ID, p.PaymentKey)
@@ -538,28 +553,6 @@ func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *payment
 		return 0, fmt.Errorf("record confirmation: %w", err)
 	}
 	return bought, nil
-}
-
-// heldByOthers returns those of labels whose hold key in Redis belongs to
-// another account (one MGET; the keys share the event's hash tag). An expired
-// hold has no key.
-func (s *Orders) heldByOthers(ctx context.Context, eventID, accountID int64, labels []string) ([]string, error) {
-	keys := make([]string, len(labels))
-	for i, l := range labels {
-		keys[i] = s.Holds.lockKey(eventID, l)
-	}
-	vals, err := s.Holds.Redis.Client.MGet(ctx, keys...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("read seat holds: %w", err)
-	}
-	me := strconv.FormatInt(accountID, 10)
-	var taken []string
-	for i, v := range vals {
-		if holder, ok := v.(string); ok && holder != me {
-			taken = append(taken, labels[i])
-		}
-	}
-	return taken, nil
 }
 
 // refund cancels a refund_pending payment at the PG (Idempotency-Key

@@ -639,12 +639,8 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	if h.afterSoldRead != nil {
 		h.afterSoldRead()
 	}
-	ttl := h.SoldCacheTTL
-	if ttl <= 0 {
-		ttl = DefaultSoldCacheTTL
-	}
 	args := make([]any, 0, 2+len(sold)+len(bought))
-	args = append(args, ttl.Milliseconds(), len(sold))
+	args = append(args, h.soldCacheTTL().Milliseconds(), len(sold))
 	for _, l := range sold {
 		args = append(args, l)
 	}

@@ -382,12 +382,7 @@ func (s *Orders) releaseHolds(ctx context.Context, orderID string, eventID, acco
 	if err != nil {
 		return err
 	}
-	for _, l := range labels {
-		if err := s.Holds.Release(ctx, eventID, accountID, l); err != nil && boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
-			return err
-		}
-	}
-	return nil
+	return s.Holds.releaseSeats(ctx, eventID, accountID, labels)
 }
 
 // FindStuckOrders lists up to limit orders that are not settled although

@@ -1,0 +1,40 @@
+-- Claims seats for the buyer of an order being confirmed: all of them or
+-- none (Holds.claimSeats says why it lasts as long as it does).
+-- KEYS[1] hold:{e}:{acct}   zset label -> expiry (ms): the buyer's holds
+-- KEYS[2] held:{e}          zset label -> expiry (ms): index of held seats
+-- KEYS[3] holder:{e}        hash label -> account: index of holders
+-- KEYS[4..] seat:lock:{e}:<label>, one per seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3..] labels
+-- Returns {'taken', {labels}} when another account holds any of the seats,
+-- changing nothing; otherwise {'ok', {labels}}, the seats that no hold of
+-- the buyer covered (those the claim took). A claimed seat is a hold of the
+-- buyer, written as hold.lua writes one, ending at now + TTL on Redis's
+-- clock or later if the buyer's hold on it already ended later.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local acct, exp = ARGV[1], now + tonumber(ARGV[2])
+
+local taken, fresh = {}, {}
+for i = 4, #KEYS do
+  local owner = redis.call('GET', KEYS[i])
+  if owner == false then
+    fresh[#fresh + 1] = ARGV[i - 1]
+  elseif owner ~= acct then
+    taken[#taken + 1] = ARGV[i - 1]
+  end
+end
+if #taken > 0 then
+  return {'taken', taken}
+end
+
+for i = 4, #KEYS do
+  local label = ARGV[i - 1]
+  -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
+  local ends = math.max(exp, redis.call('PEXPIRETIME', KEYS[i]))
+  redis.call('SET', KEYS[i], acct, 'PXAT', ends)
+  redis.call('ZADD', KEYS[1], ends, label)
+  redis.call('ZADD', KEYS[2], ends, label)
+  redis.call('HSET', KEYS[3], label, acct)
+end
+redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+return {'ok', fresh}
