@@ -7,3 +7,6 @@ func SetBeforeCommit(s *Orders, f func(orderID, paymentKey string)) { s.beforeCo
 // SetAfterSoldRead makes each load of h's sold-seat cache call f between its
 // PostgreSQL read and its write to Redis.
 func SetAfterSoldRead(h *Holds, f func()) { h.afterSoldRead = f }
+
+// LoadTimeout is how long a load of the sold-seat cache may take.
+const LoadTimeout = loadTimeout
