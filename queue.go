@@ -25,7 +25,7 @@ const (
 const (
 	ReasonNone         = "none"          // never admitted, or Redis lost the token
 	ReasonExpired      = "expired"       // admitted, but the token's TTL has run out
-	ReasonOtherSession = "other_session" // the live token was issued to another session
+	ReasonOtherSession = "other_session" // the live token was issued, or moved by a rejoin, to another session
 	ReasonMismatch     = "mismatch"      // this session's token is not the live one
 )
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
 )
 
 // session returns the scs token of the client's session cookie.
@@ -193,4 +195,76 @@ func TestEntry_Expired(t *testing.T) {
 	position(t, fan, join+"/status", "waiting", 1)
 	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Minute})
 	wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+}
+
+// A fan who logs out and in again, or moves to a second device, during
+// their turn gets it back by joining the queue again there: the rejoin
+// moves the turn to that session, with its holds and without extending it,
+// and the session that had it is refused with a sentence saying how to get
+// it back. A token copied between the sessions opens nothing either way.
+func TestEntry_RejoinMovesTurn(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	join, entry := fmt.Sprintf("/events/%d/queue", e.ID), fmt.Sprintf("/events/%d/entry", e.ID)
+	fan, acct := app.newFan(t, "fan2@example.com", e.ID)
+	hold(t, fan, e.ID, "A-1-1")
+	ttl := func(c *client) float64 {
+		t.Helper()
+		resp := c.do("GET", entry, nil, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		ms, _ := decode(t, resp)["ttl_ms"].(float64)
+		return ms
+	}
+	rejoin := func(c *client) {
+		t.Helper()
+		resp := c.do("POST", join, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		if m := decode(t, resp); m["status"] != boxoffice.QueueAdmitted {
+			t.Fatalf("rejoin during the turn answered %v, want status admitted", m)
+		}
+	}
+	logIn := func(c *client) {
+		t.Helper()
+		wantStatus(t, c.do("POST", "/login", url.Values{"email": {acct.Email}, "password": {"correct horse"}}), http.StatusSeeOther)
+	}
+	before := ttl(fan)
+
+	wantStatus(t, fan.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+	logIn(fan)
+	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	rejoin(fan)
+	if after := ttl(fan); after <= 0 || after > before {
+		t.Errorf("after the rejoin %v ms are left, want at most the %v ms left before it", after, before)
+	}
+	if m := getSeatMap(t, fan, e.ID); !slices.Equal(m.Holds.Seats, []string{"A-1-1"}) {
+		t.Errorf("holds after logging in again = %v, want A-1-1", m.Holds.Seats)
+	}
+	hold(t, fan, e.ID, "A-1-2")
+
+	phone := app.newClient(t)
+	logIn(phone)
+	app.putEntryToken(t, phone, e.ID, app.entryToken(t, fan, e.ID))
+	wantNoEntry(t, phone.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	rejoin(phone)
+	getSeatMap(t, phone, e.ID)
+	moved := app.entryToken(t, phone, e.ID)
+
+	// The browser that had the turn is told where it went and how to get it
+	// back, and its token, or the phone's copied into it, opens nothing.
+	wantNoEntry(t, fan.do("POST", holdsPath(e.ID), url.Values{"seat": {"A-1-3"}}, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	app.putEntryToken(t, fan, e.ID, moved)
+	wantNoEntry(t, fan.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	page := fan.do("GET", seatsPath(e.ID), nil)
+	wantStatus(t, page, http.StatusForbidden)
+	if d := doc(t, page); testid(d, "error-message") != views.NoEntryMessage(boxoffice.ReasonOtherSession) || d.Find(`[data-testid="back-to-queue"]`).Length() != 1 {
+		t.Error("the browser that lost the turn is not told why with a way back to the queue")
+	}
+
+	// Joining again there moves the turn back, as the page promises.
+	wantStatus(t, fan.do("POST", join, url.Values{}), http.StatusSeeOther)
+	if m := getSeatMap(t, fan, e.ID); !slices.Equal(m.Holds.Seats, []string{"A-1-1", "A-1-2"}) {
+		t.Errorf("holds after moving the turn back = %v, want A-1-1 and A-1-2", m.Holds.Seats)
+	}
+	wantNoEntry(t, phone.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
 }

@@ -44,17 +44,20 @@ type Client struct {
 // call moves money. orderID and amount must be the order's, from our own
 // database, never the redirect's query string; amount is in won.
 //
-// The Idempotency-Key is "confirm:<paymentKey>", so that a repeat of this call
-// for the same payment (a retry, the redirect and the webhook racing) gets the
-// first answer back for 15 days, and two payments of one order never share a
-// key. A replayed answer may be stale: look the payment up for its status now.
+// The Idempotency-Key is "confirm:<orderID>:<paymentKey>" (at most 273
+// characters), so that a repeat of this call for the same payment of the same
+// order (a retry, the redirect and the webhook racing) gets the first answer
+// back for 15 days, while two payments of one order never share a key, and
+// neither does a confirm that names another order (a forged redirect): the
+// PG's refusal of that one is never replayed to the right order's confirm. A
+// replayed answer may be stale: look the payment up for its status now.
 //
 // Errors: *APIError; ALREADY_PROCESSED_PAYMENT means the payment was confirmed
 // (or failed) before and must be looked up, not treated as a failure; card
 // refusals (INVALID_REJECT_CARD, ...) are final; see IsTemporary.
 func (c *Client) Confirm(ctx context.Context, paymentKey, orderID string, amount int64) (*Payment, error) {
 	body := map[string]any{"paymentKey": paymentKey, "orderId": orderID, "amount": amount}
-	return c.do(ctx, http.MethodPost, "/v1/payments/confirm", "confirm:"+paymentKey, body)
+	return c.do(ctx, http.MethodPost, "/v1/payments/confirm", "confirm:"+orderID+":"+paymentKey, body)
 }
 
 // GetPayment looks a payment up by its key: GET /v1/payments/{paymentKey}

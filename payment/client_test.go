@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/boxoffice/boxoffice/payment"
@@ -90,6 +91,34 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 			t.Fatalf("GetPayment with a cancelled context: %v; want context.Canceled, temporary", err)
 		}
 	})
+}
+
+// The confirm's Idempotency-Key is one per payment and order: a repeat gets
+// the same key, a confirm naming another order (a forged redirect) another
+// one, and the longest order id and payment key stay within Toss's 300
+// characters.
+func TestClient_ConfirmIdempotencyKey(t *testing.T) {
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"code":"INVALID_REQUEST","message":"x"}`)
+	}))
+	defer srv.Close()
+	c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+	longOrder, longKey := strings.Repeat("o", 64), strings.Repeat("k", payment.MaxPaymentKeyLen)
+	for _, call := range [][2]string{{"pk", "order-Z"}, {"pk", "order-Z"}, {"pk", "order-Y"}, {"pk2", "order-Z"}, {longKey, longOrder}} {
+		c.Confirm(context.Background(), call[0], call[1], 1000)
+	}
+	if len(keys) != 5 || keys[0] == "" || keys[1] != keys[0] {
+		t.Fatalf("keys %q: want the same non-empty key for a repeat", keys)
+	}
+	if keys[2] == keys[0] || keys[3] == keys[0] || keys[3] == keys[2] {
+		t.Errorf("keys %q: want another key for another order and for another payment", keys)
+	}
+	if n := len(keys[4]); n > 300 {
+		t.Errorf("the key for the longest order id and payment key has %d characters, want at most 300", n)
+	}
 }
 
 func TestIsTemporary(t *testing.T) {

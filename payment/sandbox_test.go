@@ -578,7 +578,7 @@ func TestSandbox_Idempotency(t *testing.T) {
 				got = append(got, k)
 			}
 		}
-		want := []string{"cancel:" + keys[0], "cancel:" + keys[1], "confirm:" + keys[0], "confirm:" + keys[1]}
+		want := []string{"cancel:" + keys[0], "cancel:" + keys[1], "confirm:order-idem-4:" + keys[0], "confirm:order-idem-4:" + keys[1]}
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {

@@ -241,6 +241,47 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 	env.checkInvariants(t)
 }
 
+// A stranger sends a success redirect that names another order of the same
+// amount with the buyer's payment key, before the buyer's own redirect: the
+// forgery is refused and changes nothing, and the buyer's redirect confirms
+// the order exactly once. The PG's refusal of the wrong-order confirm must
+// never be replayed to the right order's (the Idempotency-Key names the
+// order), nor be recorded against either order.
+func TestOrders_Confirm_OtherOrdersRedirectFirst(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 20)
+	for round := range 3 {
+		buyer := env.order(t, env.account(t), env.Event.R[2*round])
+		stranger := env.order(t, env.account(t), env.Event.R[2*round+1])
+		if buyer.Amount != stranger.Amount {
+			t.Fatalf("orders of %d and %d: the test needs one amount", buyer.Amount, stranger.Amount)
+		}
+		key, amount := env.pay(t, buyer, payment.ScenarioWebhookNever)
+
+		_, err := env.redirect(stranger.ID, key, amount)
+		wantError(t, err, boxoffice.EBADREQUEST)
+		wantOrder(t, env.findOrder(t, stranger.ID), boxoffice.OrderPendingPayment, "")
+		wantOrder(t, env.findOrder(t, buyer.ID), boxoffice.OrderPendingPayment, "")
+		if out, _ := env.outcome(t, key); out != "" {
+			t.Fatalf("the forged redirect recorded the payment as %q, want nothing recorded", out)
+		}
+		if st := env.pgStatus(t, key); st != payment.StatusInProgress {
+			t.Fatalf("PG status %s after the forged redirect, want IN_PROGRESS", st)
+		}
+
+		c := env.mustRedirect(t, buyer.ID, key, amount)
+		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+		if c.Outcome != boxoffice.PaymentConfirmed || len(c.Order.Tickets) != 1 {
+			t.Errorf("the buyer's redirect: outcome %q with %d tickets, want confirmed with 1", c.Outcome, len(c.Order.Tickets))
+		}
+		if n := env.count(t, `SELECT count(*) FROM payment WHERE order_id = $1`, buyer.ID); n != 1 {
+			t.Errorf("%d payments recorded for the buyer's order, want 1", n)
+		}
+		wantOrder(t, env.findOrder(t, stranger.ID), boxoffice.OrderPendingPayment, "")
+	}
+	env.checkInvariants(t)
+}
+
 // The webhook arrives while the redirect's transaction is open, before its
 // commit: it waits for that commit and returns the same result.
 func TestOrders_Confirm_WebhookBeforeCommit(t *testing.T) {

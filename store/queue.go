@@ -71,10 +71,13 @@ func (q *Queue) entryKey(e, acct int64) string {
 // Join gives the account a place in the event's line in one Redis round trip
 // (one Lua script): INCR and ZADD NX for a new place, or the place it has;
 // the place is bound to sessionKey (a rejoin from another session moves the
-// binding). An account with a live entry token gets QueueAdmitted and its
-// token keeps its session; after a sell-out an account without a place gets
-// QueueSoldOut and no place. The caller checks that the event's queue is
-// open (Event.QueueOpen) first: Join does not read events.
+// binding). An account with a live entry token gets QueueAdmitted, and a
+// join from another session than the token's moves the turn to sessionKey:
+// a fresh token bound to it, expiring when the old one would have (a rejoin
+// never lengthens a turn), so the earlier session's copy stops working
+// (ReasonOtherSession there). After a sell-out an account without a place
+// gets QueueSoldOut and no place. The caller checks that the event's queue
+// is open (Event.QueueOpen) first: Join does not read events.
 func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey string) (boxoffice.QueuePosition, error) {
 	if sessionKey == "" {
 		return boxoffice.QueuePosition{}, errors.New("join queue: empty session key")
@@ -83,8 +86,12 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
+	token, err := randomToken()
+	if err != nil {
+		return boxoffice.QueuePosition{}, err
+	}
 	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.entryKey(eventID, accountID)}
-	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch).Slice()
+	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -196,7 +203,7 @@ func (q *Queue) EntryToken(ctx context.Context, eventID, accountID int64, sessio
 		return "", 0, e.missing()
 	}
 	if !equal(e.session, sessionKey) {
-		return "", 0, noEntry(boxoffice.ReasonOtherSession, "Your entry was issued to another browser session.")
+		return "", 0, otherSession()
 	}
 	return e.token, e.ttl, nil
 }
@@ -214,7 +221,7 @@ func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessio
 	case e.token == "":
 		return e.missing()
 	case !equal(e.session, sessionKey):
-		return noEntry(boxoffice.ReasonOtherSession, "Your entry was issued to another browser session.")
+		return otherSession()
 	case token == "" || !equal(e.token, token):
 		return noEntry(boxoffice.ReasonMismatch, "This browser session does not hold your current entry.")
 	}
@@ -226,6 +233,12 @@ type entry struct {
 	token, session string
 	ttl            time.Duration
 	expired        bool // no live token, but one was issued
+}
+
+// otherSession is the refusal of a session that does not hold the
+// account's turn: the token was issued to, or moved to, another session.
+func otherSession() error {
+	return noEntry(boxoffice.ReasonOtherSession, "Your turn is now in another browser or device. Join the queue again here to move it to this one.")
 }
 
 func (e entry) missing() error {

@@ -147,19 +147,61 @@ func TestQueue_Join(t *testing.T) {
 		}
 	})
 
-	t.Run("AdmittedStaysAdmitted", func(t *testing.T) {
+	// A rejoin from another session of the account (after a log-out, a lost
+	// cookie, on a second device) moves the live turn there: a fresh token
+	// bound to the rejoining session, expiring when the first one would
+	// have; the earlier session's token stops working everywhere.
+	t.Run("AdmittedRejoinMovesTurn", func(t *testing.T) {
 		q := newQueue(t)
 		mustJoin(t, q, 1, 2)
 		mustAdmit(t, q, admission(1), 1)
-		p, err := q.Join(ctx, queueEvent, 1, "another-tab")
+		key := q.Redis.Key("entry:{%d}:%d", queueEvent, 1)
+		expiry := func() time.Duration {
+			t.Helper()
+			d, err := q.Redis.Client.PExpireTime(ctx, key).Result()
+			if err != nil || d <= 0 {
+				t.Fatalf("PEXPIRETIME of the entry key = %v, %v; want an expiry", d, err)
+			}
+			return d
+		}
+		first, _, _ := entryOf(t, q, 1)
+		expires := expiry()
+
+		p, err := q.Join(ctx, queueEvent, 1, sess(1))
 		if err != nil || p.Status != boxoffice.QueueAdmitted {
-			t.Fatalf("Join with a live token = %+v, %v; want admitted", p, err)
+			t.Fatalf("Join from the token's session = %+v, %v; want admitted", p, err)
 		}
-		if tok, s, _ := entryOf(t, q, 1); tok == "" || s != sess(1) {
-			t.Fatalf("token bound to %q, want the session it was issued to, %q", s, sess(1))
+		if tok, s, _ := entryOf(t, q, 1); tok != first || s != sess(1) {
+			t.Fatalf("a rejoin from the token's own session changed it to %q bound to %q", tok, s)
 		}
+
+		p, err = q.Join(ctx, queueEvent, 1, "another-tab")
+		if err != nil || p.Status != boxoffice.QueueAdmitted {
+			t.Fatalf("Join from another session with a live token = %+v, %v; want admitted", p, err)
+		}
+		moved, s, _ := entryOf(t, q, 1)
+		if s != "another-tab" || moved == "" || moved == first {
+			t.Fatalf("after the rejoin the entry is %q bound to %q; want a fresh token bound to another-tab", moved, s)
+		}
+		if got := expiry(); got != expires {
+			t.Fatalf("the rejoin moved the turn's end from %v to %v; want it unchanged", expires, got)
+		}
+		if got, _, err := q.EntryToken(ctx, queueEvent, 1, "another-tab"); err != nil || got != moved {
+			t.Fatalf("EntryToken from the rejoining session = %q, %v; want %q", got, err, moved)
+		}
+		if err := q.CheckEntry(ctx, queueEvent, 1, "another-tab", moved); err != nil {
+			t.Fatalf("CheckEntry of the moved token in the rejoining session: %v", err)
+		}
+		_, _, err = q.EntryToken(ctx, queueEvent, 1, sess(1))
+		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
+		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), first), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
+		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), moved), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
+		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, "another-tab", first), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonMismatch)
 		if n, _ := q.Redis.Client.ZCard(ctx, q.Redis.Key("queue:{%d}", queueEvent)).Result(); n != 1 {
 			t.Fatalf("line length after an admitted fan rejoined = %d, want 1", n)
+		}
+		if st, err := q.QueueStats(ctx, queueEvent); err != nil || st.LiveTokens != 1 || st.AdmittedTotal != 1 {
+			t.Fatalf("QueueStats after the move = %+v, %v; want 1 live token, 1 admitted", st, err)
 		}
 	})
 
@@ -804,58 +846,101 @@ func TestQueue_CheckEntry(t *testing.T) {
 	})
 }
 
-// Many sessions of one account rejoin at once before admission: the token
-// goes to exactly one of them, the one whose rejoin came last.
+// Many sessions of one account rejoin at once, before admission and again
+// while admitted: each time the turn ends up in exactly one session, the one
+// whose rejoin came last, its token works in no other session, and the
+// rejoins never move the turn's end.
 func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	for round := range 5 {
-		q := newQueue(t)
-		mustJoin(t, q, 1, 1)
+	const devices = 100
+	sessions := make([]string, devices)
+	for g := range sessions {
+		sessions[g] = fmt.Sprintf("device-%d", g)
+	}
+	all := append(slices.Clone(sessions), sess(1))
+	rejoinAll := func(t *testing.T, q *store.Queue, want string) {
+		t.Helper()
 		var wg sync.WaitGroup
-		for g := range 100 {
+		for _, session := range sessions {
 			wg.Go(func() {
-				if _, err := q.Join(ctx, queueEvent, 1, fmt.Sprintf("device-%d", g)); err != nil {
-					t.Errorf("Join: %v", err)
+				if p, err := q.Join(ctx, queueEvent, 1, session); err != nil || p.Status != want {
+					t.Errorf("Join from %s = %+v, %v; want %s", session, p, err, want)
 				}
 			})
 		}
 		wg.Wait()
-		mustAdmit(t, q, admission(1), 1)
-		var got atomic.Int32
-		var tokens sync.Map
-		for g := range 101 {
-			wg.Go(func() {
-				session := fmt.Sprintf("device-%d", g)
-				if g == 100 {
-					session = sess(1)
-				}
-				tok, _, err := q.EntryToken(ctx, queueEvent, 1, session)
-				if err == nil {
-					got.Add(1)
-					tokens.Store(session, tok)
-					if err := q.CheckEntry(ctx, queueEvent, 1, session, tok); err != nil {
-						t.Errorf("CheckEntry of the delivered token: %v", err)
-					}
-				} else if boxoffice.NoEntryReason(err) != boxoffice.ReasonOtherSession {
-					t.Errorf("EntryToken(%s): %v, want reason %s", session, err, boxoffice.ReasonOtherSession)
-				}
-			})
-		}
-		wg.Wait()
-		if got.Load() != 1 {
-			t.Fatalf("round %d: %d sessions got the token, want 1", round, got.Load())
-		}
-		tokens.Range(func(k, v any) bool {
-			for g := range 100 {
-				other := fmt.Sprintf("device-%d", g)
-				if other != k && q.CheckEntry(ctx, queueEvent, 1, other, v.(string)) == nil {
-					t.Fatalf("round %d: token of %s works from %s", round, k, other)
+	}
+	for round := range 5 {
+		t.Run(fmt.Sprintf("Round%d", round), func(t *testing.T) {
+			q := newQueue(t)
+			key := q.Redis.Key("entry:{%d}:%d", queueEvent, 1)
+			mustJoin(t, q, 1, 1)
+			rejoinAll(t, q, boxoffice.QueueWaiting)
+			mustAdmit(t, q, admission(1), 1)
+			admitted := oneTurn(t, q, all)
+			expires, err := q.Redis.Client.PExpireTime(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			rejoinAll(t, q, boxoffice.QueueAdmitted)
+			moved := oneTurn(t, q, all)
+			if moved == admitted {
+				t.Fatal("the token survived rejoins from other sessions")
+			}
+			for _, session := range all {
+				if q.CheckEntry(ctx, queueEvent, 1, session, admitted) == nil {
+					t.Fatalf("the token from before the rejoins still works in %s", session)
 				}
 			}
-			return true
+			if got, err := q.Redis.Client.PExpireTime(ctx, key).Result(); err != nil || got != expires {
+				t.Fatalf("the rejoins moved the turn's end from %v to %v (%v)", expires, got, err)
+			}
 		})
 	}
+}
+
+// oneTurn asks every session at once for account 1's entry token and checks
+// that exactly one gets it, the session the entry is bound to in Redis, that
+// the token works there and in no other session; it returns the token.
+func oneTurn(t *testing.T, q *store.Queue, sessions []string) string {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[string]string{}
+	for _, session := range sessions {
+		wg.Go(func() {
+			tok, _, err := q.EntryToken(ctx, queueEvent, 1, session)
+			switch {
+			case err == nil:
+				mu.Lock()
+				got[session] = tok
+				mu.Unlock()
+				if err := q.CheckEntry(ctx, queueEvent, 1, session, tok); err != nil {
+					t.Errorf("CheckEntry of the delivered token in %s: %v", session, err)
+				}
+			case boxoffice.NoEntryReason(err) != boxoffice.ReasonOtherSession:
+				t.Errorf("EntryToken(%s): %v, want reason %s", session, err, boxoffice.ReasonOtherSession)
+			}
+		})
+	}
+	wg.Wait()
+	if len(got) != 1 {
+		t.Fatalf("%d sessions got the token, want 1", len(got))
+	}
+	_, bound, _ := entryOf(t, q, 1)
+	tok, ok := got[bound]
+	if !ok {
+		t.Fatalf("the token went to %v, but the entry is bound to %s", got, bound)
+	}
+	for _, other := range sessions {
+		if other != bound && q.CheckEntry(ctx, queueEvent, 1, other, tok) == nil {
+			t.Fatalf("the token of %s works from %s", bound, other)
+		}
+	}
+	return tok
 }
 
 // Positions answers every connected fan in one round trip, whatever their
