@@ -56,6 +56,9 @@ type Server struct {
 	Metrics *prometheus.Registry
 	// Now returns the current time (time.Now when nil); tests fix it.
 	Now func() time.Time
+	// BodyTimeout is how long a request's body may take to arrive, from
+	// the moment its headers were read (DefaultBodyTimeout when 0).
+	BodyTimeout time.Duration
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
@@ -96,6 +99,7 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
+	e.Pre(s.bodyDeadline())
 	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
