@@ -72,7 +72,7 @@ func (s *Signup) Validate() error {
 	case utf8.RuneCountInString(s.Password) < MinPasswordLen:
 		f["password"] = "Use at least 8 characters for your password."
 	case len(s.Password) > MaxPasswordLen:
-		f["password"] = "Your password is too long: use at most 72 letters or digits."
+		f["password"] = "Your password is too long: use at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."
 	}
 	switch n := utf8.RuneCountInString(s.Name); {
 	case n == 0:
@@ -97,7 +97,7 @@ func ValidateLogin(email, password string) error {
 		f["email"] = "That e-mail address is too long."
 	}
 	if len(password) > MaxPasswordLen {
-		f["password"] = "That password is too long: passwords have at most 72 letters or digits."
+		f["password"] = "That password is too long: passwords have at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."
 	}
 	return Invalid(f)
 }

@@ -19,6 +19,7 @@ func TestSignup_Validate(t *testing.T) {
 		{"DisplayName", boxoffice.Signup{Email: "Fan <fan@example.com>", Password: "longenough", Name: "Fan"}, []string{"email"}},
 		{"Short", boxoffice.Signup{Email: "fan@example.com", Password: "short", Name: "Fan"}, []string{"password"}},
 		{"Overlong", boxoffice.Signup{Email: strings.Repeat("a", 250) + "@x.io", Password: strings.Repeat("p", 73), Name: strings.Repeat("n", 101)}, []string{"email", "password", "name"}},
+		{"OverlongAccents", boxoffice.Signup{Email: "fan@example.com", Password: strings.Repeat("é", 40), Name: "Fan"}, []string{"password"}},
 		{"Role", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "Fan", Role: "root"}, []string{"role"}},
 	}
 	for _, tt := range tests {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
@@ -31,28 +34,35 @@ func (a *testApp) count(t *testing.T, table string) int {
 	return n
 }
 
-// upload posts a multipart form with a name and, if filename is not "", a
-// file, as the import form sends them.
-func (c *client) upload(path, name, filename string, content []byte) *http.Response {
-	c.t.Helper()
+// uploadForm returns the multipart form, and its Content-Type, with a name
+// and, if filename is not "", a file, as the import form sends them.
+func uploadForm(t *testing.T, name, filename string, content []byte) ([]byte, string) {
+	t.Helper()
 	var body bytes.Buffer
 	w := multipart.NewWriter(&body)
 	if err := w.WriteField("name", name); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if filename != "" {
 		fw, err := w.CreateFormFile("file", filename)
 		if err != nil {
-			c.t.Fatal(err)
+			t.Fatal(err)
 		}
 		fw.Write(content)
 	}
 	w.Close()
-	req, err := http.NewRequest("POST", c.base+path, &body)
+	return body.Bytes(), w.FormDataContentType()
+}
+
+// upload posts uploadForm's form.
+func (c *client) upload(path, name, filename string, content []byte) *http.Response {
+	c.t.Helper()
+	body, contentType := uploadForm(c.t, name, filename, content)
+	req, err := http.NewRequest("POST", c.base+path, bytes.NewReader(body))
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", w.FormDataContentType())
+	req.Header.Set("Content-Type", contentType)
 	resp, err := c.Do(req)
 	if err != nil {
 		c.t.Fatalf("POST %s: %v", path, err)
@@ -381,6 +391,67 @@ func TestAdminVenues_Import(t *testing.T) {
 		resp := admin.do("POST", "/admin/venues", url.Values{"name": {strings.Repeat("a", 100<<10)}})
 		wantStatus(t, resp, http.StatusRequestEntityTooLarge)
 	})
+}
+
+// countingReader counts the bytes read from it.
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// The seat-map import's large body limit is for admins alone: a visitor's
+// or a fan's upload is refused before any of its body is read, so neither
+// can make the server take in megabytes; an admin's seat map of over 1 MiB
+// is imported.
+func TestAdminVenues_ImportBodyReadAfterAdminCheck(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	fan, _ := app.newAccount(t, "fan@example.com", "fan")
+	var csv bytes.Buffer
+	for row := 1; row <= 200; row++ {
+		for seat := 1; seat <= 100; seat++ {
+			fmt.Fprintf(&csv, "Grand tier left side upper rows,%d,%d,R,%d.25,%d.75\n", row, seat, 100000+seat, 100000+row)
+		}
+	}
+	body, contentType := uploadForm(t, "Grand hall", "hall.csv", csv.Bytes())
+	if len(body) < 1<<20 {
+		t.Fatalf("upload of %d bytes, want over 1 MiB", len(body))
+	}
+
+	for _, tt := range []struct {
+		name string
+		c    *client
+		want int
+	}{{"Visitor", app.newClient(t), http.StatusSeeOther}, {"Fan", fan, http.StatusForbidden}} {
+		t.Run(tt.name, func(t *testing.T) {
+			read := &countingReader{r: bytes.NewReader(body)}
+			req := httptest.NewRequest("POST", "/admin/venues/import", read)
+			req.Header.Set("Content-Type", contentType)
+			u, _ := url.Parse(app.URL)
+			for _, cookie := range tt.c.Jar.Cookies(u) {
+				req.AddCookie(cookie)
+			}
+			rec := httptest.NewRecorder()
+			app.Config.Handler.ServeHTTP(rec, req)
+			if rec.Code != tt.want || read.n.Load() != 0 {
+				t.Errorf("status %d after reading %d of %d bytes, want %d with the body unread", rec.Code, read.n.Load(), len(body), tt.want)
+			}
+		})
+	}
+	if n := app.count(t, "venue"); n != 0 {
+		t.Fatalf("%d venues after refused uploads, want 0", n)
+	}
+
+	loc := wantRedirect(t, app.newAdmin(t).upload("/admin/venues/import", "Grand hall", "hall.csv", csv.Bytes()), "/admin/venues/")
+	if n := app.count(t, "venue_seat"); n != 20000 {
+		t.Errorf("%d seats after the admin's import (%s), want 20000", n, loc)
+	}
 }
 
 func TestAdminVenues_RenameDelete(t *testing.T) {

@@ -1,9 +1,12 @@
 package handlers_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
 )
 
 // Input that is not text (a NUL byte, invalid UTF-8) anywhere PostgreSQL
@@ -171,4 +176,69 @@ func TestHome_OnSaleNow(t *testing.T) {
 	if got := sale[fmt.Sprintf("/events/%d", later.ID)]; !strings.HasPrefix(got, "Queue opens ") {
 		t.Errorf("later event says %q, want when its queue opens", got)
 	}
+}
+
+// A client that sends a request's headers and then stalls in its body is
+// refused once the body timeout has passed, and its connection closed; a
+// fan's SSE stream, which has no body, stays open well past it.
+func TestBodyTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	app := newTestApp(t, func(s *handlers.Server) { s.BodyTimeout = timeout })
+
+	t.Run("StalledBody", func(t *testing.T) {
+		conn, err := net.Dial("tcp", app.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		conn.SetDeadline(time.Now().Add(30 * time.Second)) // a server that waits on fails the test, not hangs it
+		fmt.Fprintf(conn, "POST /login HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 60000\r\n\r\nemail=fan", app.Listener.Addr())
+		r := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(r, nil)
+		if err != nil {
+			t.Fatalf("no answer to a stalled body: %v", err)
+		}
+		defer resp.Body.Close()
+		wantStatus(t, resp, http.StatusBadRequest)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
+			t.Errorf("after the answer: %d bytes, %v; want the connection closed", len(rest), err)
+		}
+	})
+
+	t.Run("Stream", func(t *testing.T) {
+		ev := app.openEvent(t)
+		fan, _ := app.newAccount(t, "streaming@example.com", boxoffice.RoleFan)
+		wantStatus(t, fan.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
+		_, ch := stream(t, fan, ev.ID)
+		if e := next(t, ch); e.name != "position" {
+			t.Fatalf("first event %q, want position", e.name)
+		}
+		wait := time.After(5 * timeout)
+	waiting:
+		for {
+			select {
+			case e, ok := <-ch:
+				if !ok {
+					t.Fatal("the stream ended before the fan was admitted")
+				}
+				if e.name != "position" {
+					t.Fatalf("event %q before the fan was admitted", e.name)
+				}
+			case <-wait:
+				break waiting
+			}
+		}
+		app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+		e := next(t, ch)
+		for e.name == "position" {
+			e = next(t, ch)
+		}
+		if e.name != "admitted" {
+			t.Errorf("after the admission: %q, want admitted", e.name)
+		}
+	})
 }

@@ -79,6 +79,10 @@ func answerText(t *testing.T, resp *http.Response, body []byte) string {
 // field, and nothing changes (no row, no Redis key, no long key or value).
 // The request-size limits are TestBodyTooLarge's; NUL bytes and invalid
 // UTF-8, TestUnreadableInput's; redirect targets (next), TestLogin's.
+// passwordTooLong is the sign-up's refusal of a password over 72 bytes,
+// which 40 accented letters are.
+const passwordTooLong = "Your password is too long: use at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."
+
 func TestInputLimits(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
@@ -151,10 +155,11 @@ func TestInputLimits(t *testing.T) {
 		// Accounts.
 		{name: "SignupEmailLong", c: visitor, method: "POST", path: "/signup", form: signupForm(long+"@example.com", "correct horse", "Kim"), status: 422, want: "That e-mail address is too long."},
 		{name: "SignupEmailMalformed", c: visitor, method: "POST", path: "/signup", form: signupForm("kim-at-example.com", "correct horse", "Kim"), status: 422, want: "That does not look like an e-mail address."},
-		{name: "SignupPasswordLong", c: visitor, method: "POST", path: "/signup", form: signupForm("kim@example.com", long, "Kim"), status: 422, want: "Your password is too long"},
+		{name: "SignupPasswordLong", c: visitor, method: "POST", path: "/signup", form: signupForm("kim@example.com", long, "Kim"), status: 422, want: passwordTooLong},
+		{name: "SignupPasswordAccents", c: visitor, method: "POST", path: "/signup", form: signupForm("kim@example.com", strings.Repeat("é", 40), "Kim"), status: 422, want: passwordTooLong},
 		{name: "SignupNameLong", c: visitor, method: "POST", path: "/signup", form: signupForm("kim@example.com", "correct horse", long), status: 422, want: "Use at most 100 characters for your name."},
 		{name: "LoginEmailLong", c: visitor, method: "POST", path: "/login", form: url.Values{"email": {long}, "password": {"correct horse"}}, status: 422, want: "That e-mail address is too long."},
-		{name: "LoginPasswordLong", c: visitor, method: "POST", path: "/login", form: url.Values{"email": {"fan@example.com"}, "password": {long}}, status: 422, want: "That password is too long"},
+		{name: "LoginPasswordLong", c: visitor, method: "POST", path: "/login", form: url.Values{"email": {"fan@example.com"}, "password": {long}}, status: 422, want: "That password is too long: passwords have at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."},
 
 		// The admin's event form (the edit form is read by the same code).
 		{name: "EventTitleLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "title", long), status: 422, want: "Use at most 200 characters for the title.", echo: true},

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"mime"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
@@ -37,6 +39,36 @@ func (s *Server) recover(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 		}()
 		return next(c)
+	}
+}
+
+// DefaultBodyTimeout is how long a request's body may take to arrive when
+// Server.BodyTimeout is 0: ample for a form (64 KiB at most) on a poor
+// mobile link and for an admin's seat-map upload (5 MiB at 4 Mbit/s), and
+// shorter than the 15 s that a shutdown gives requests to finish, so a
+// client that sends its body a byte at a time cannot hold the drain.
+const DefaultBodyTimeout = 10 * time.Second
+
+// bodyDeadline sets the connection's read deadline to BodyTimeout from now
+// on a request that has a body, so that a body which stalls fails to read
+// (the request is refused with 400) and the connection closes, instead of
+// staying open for as long as the client likes. Requests without a body,
+// such as the waiting room's SSE stream, get no deadline. net/http clears
+// the deadline itself once the body was read to its end (before it starts
+// watching the connection for the client going away), so a handler that
+// runs long after reading its body is not cancelled by it, as it would be
+// with http.Server.ReadTimeout. It runs before routing (echo's Pre), ahead
+// of anything that reads a body. Where the ResponseWriter cannot set
+// deadlines (httptest.ResponseRecorder), the body has none.
+func (s *Server) bodyDeadline() echo.MiddlewareFunc {
+	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if r := c.Request(); r.Body != nil && r.Body != http.NoBody {
+				_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(timeout))
+			}
+			return next(c)
+		}
 	}
 }
 

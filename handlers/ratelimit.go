@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"math"
 	"strconv"
 	"strings"
@@ -21,24 +23,41 @@ type limitRule struct {
 
 // The allowances, sized so that a real fan never meets them (CGNAT puts
 // many fans behind one address) while a script is slowed to a crawl.
+//
+// Log-in is limited per address (60 a minute, whatever the e-mail) and per
+// e-mail typed from that address (10 a minute, byEmailAndAddress), never per
+// e-mail alone: a stranger who knows a fan's e-mail could otherwise keep the
+// fan from logging in by failing on purpose. The price is that guessing one
+// account's password from many addresses is bounded by the addresses, not
+// by the account: at most 10 guesses a minute per address, each one a
+// bcrypt comparison at store.Accounts.Cost, which also bounds how fast the
+// server checks them. A
+// stranger behind the fan's own address (the same CGNAT or office) can
+// still spend the fan's allowance there.
 var (
 	signupLimits = []limitRule{{"signup:ip", 20, byAddress}}
-	loginLimits  = []limitRule{{"login:ip", 60, byAddress}, {"login:email", 10, byEmail}}
+	loginLimits  = []limitRule{{"login:ip", 60, byAddress}, {"login:email+ip", 10, byEmailAndAddress}}
 	joinLimits   = []limitRule{{"join:account", 30, byAccount}, {"join:ip", 1200, byAddress}}
 )
 
+// byAddress keys a rule by the client's address: the connection's peer
+// (Server.Handler sets echo.ExtractIPDirect; X-Forwarded-For is not
+// trusted).
 func byAddress(c echo.Context) string { return c.RealIP() }
 
-// byEmail keys a rule by the e-mail address typed. One too long to be an
+// byEmailAndAddress keys a rule by the e-mail address typed (trimmed, lower
+// case) together with the client's address (byAddress), as 43 characters:
+// the unpadded base64url SHA-256 of the pair, so that the Redis key has the
+// same short length whatever the e-mail. An e-mail too long to be an
 // account's (boxoffice.MaxEmailLen) is not counted: the log-in refuses it
-// before any look-up, and counting it would write a key of any length, up to
-// the body limit, to Redis.
-func byEmail(c echo.Context) string {
+// before any look-up.
+func byEmailAndAddress(c echo.Context) string {
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
 	if utf8.RuneCountInString(email) > boxoffice.MaxEmailLen {
 		return ""
 	}
-	return email
+	sum := sha256.Sum256([]byte(email + "\x00" + byAddress(c)))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func byAccount(c echo.Context) string {

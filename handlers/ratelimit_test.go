@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -72,8 +73,9 @@ func TestRateLimit_Login(t *testing.T) {
 }
 
 // The per-e-mail log-in allowance is counted in Redis under the e-mail
-// address: an address longer than any account's is refused unread and
-// writes no key, so a script cannot fill Redis with long keys.
+// address and the client's: an e-mail longer than any account's is refused
+// unread and writes no key, and no key is long, so a script cannot fill
+// Redis with long keys.
 func TestRateLimit_LoginLongEmail(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t, withRateLimits)
@@ -96,6 +98,38 @@ func TestRateLimit_LoginLongEmail(t *testing.T) {
 	}
 	if limited != 1 {
 		t.Errorf("%d log-in allowances in Redis, want the address's alone", limited)
+	}
+}
+
+// newClientFrom is newClient connecting from the loopback address ip (such
+// as 127.0.0.2), which the server takes as the client's address.
+func (a *testApp) newClientFrom(t *testing.T, ip string) *client {
+	c := a.newClient(t)
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	c.Transport = &http.Transport{DialContext: dialer.DialContext}
+	return c
+}
+
+// A stranger who knows a fan's e-mail and fails to log in as the fan until
+// refused is refused alone: the fan, from another address, still logs in,
+// and the stranger stays refused even with the right password.
+func TestRateLimit_LoginOtherAddress(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, withRateLimits)
+	app.newAccount(t, "fan@example.com", "fan")
+	stranger := app.newClientFrom(t, "127.0.0.2")
+	wrong := url.Values{"email": {"fan@example.com"}, "password": {"wrong horse"}}
+	statuses, retry, took := burst(t, 40, func(int) *http.Response {
+		return stranger.do("POST", "/login", wrong, "Accept: application/json")
+	})
+	wantLimited(t, statuses, retry, took, http.StatusUnauthorized, 10)
+
+	right := url.Values{"email": {"fan@example.com"}, "password": {"correct horse"}}
+	wantStatus(t, app.newClientFrom(t, "127.0.0.3").do("POST", "/login", right), http.StatusSeeOther)
+	resp := stranger.do("POST", "/login", right)
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+		t.Errorf("Retry-After = %q, want whole seconds from 1 to 60", resp.Header.Get("Retry-After"))
 	}
 }
 

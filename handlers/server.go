@@ -56,6 +56,9 @@ type Server struct {
 	Metrics *prometheus.Registry
 	// Now returns the current time (time.Now when nil); tests fix it.
 	Now func() time.Time
+	// BodyTimeout is how long a request's body may take to arrive, from
+	// the moment its headers were read (DefaultBodyTimeout when 0).
+	BodyTimeout time.Duration
 	// Stopping is cancelled when the server begins to shut down, so that
 	// long-lived responses (SSE streams) end and the drain can finish.
 	Stopping context.Context
@@ -96,7 +99,8 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), bodyLimit(), readableInput, crossOriginProtection())
+	e.Pre(s.bodyDeadline())
+	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
@@ -113,13 +117,14 @@ func (s *Server) Handler() http.Handler {
 	app.POST("/logout", s.handleLogout)
 
 	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
-	// import has its own, larger body limit (bodyLimit).
+	// import has its own, larger body limit, applied once requireAdmin let
+	// the request through (checkInputButImport).
 	admin := app.Group("/admin", requireAdmin)
 	admin.GET("", s.handleAdmin)
 	admin.GET("/venues", s.handleAdminVenues)
 	admin.GET("/venues/new", s.handleAdminVenueNew)
 	admin.POST("/venues", s.handleAdminVenueGenerate)
-	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport)
+	admin.POST(strings.TrimPrefix(seatMapImportPath, "/admin"), s.handleAdminVenueImport, checkInput(maxSeatMapUploadBytes))
 	admin.GET("/venues/:id", s.handleAdminVenue)
 	admin.GET("/venues/:id/seats.csv", s.handleAdminVenueSeatsCSV)
 	admin.POST("/venues/:id/name", s.handleAdminVenueRename)

@@ -150,6 +150,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	if cfg.RateLimits {
 		srv.Limiter = store.NewRateLimiter(rdb)
 	}
+	// No ReadTimeout: it would also cut the waiting room's SSE streams
+	// (net/http cancels a request whose connection read times out). Bodies
+	// get a read deadline per request instead (handlers.DefaultBodyTimeout).
 	httpServer := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
