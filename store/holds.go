@@ -659,7 +659,8 @@ const soldLoadTries = 3
 // cache:loading:{e}:<random id> (expiring after loadTimeout), then reads
 // PostgreSQL; hold_cache.lua writes only if that key is still there, so a
 // cache that may miss a sale never gets its marker. It reports false, with
-// nothing written, when the key was gone.
+// nothing written, when the key was gone. A read that fails deletes the key,
+// so that the tries of an outage, one per hold, do not pile up in Redis.
 func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, error) {
 	id, err := randomToken()
 	if err != nil {
@@ -671,6 +672,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	}
 	sold, bought, err := h.soldFromDB(ctx, eventID)
 	if err != nil {
+		h.Redis.Client.Del(ctx, loading) // it expires anyway if Redis fails too
 		return false, err
 	}
 	if h.afterSoldRead != nil {

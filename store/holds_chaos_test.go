@@ -24,7 +24,7 @@ import (
 //     read. Exactly one fan wins each free seat, and holds it; no sold seat
 //     is held; the buyer holds at most one seat; seat maps show the sold
 //     seats and the buyer's bought count. A seat sold and marked sold after
-//     the load counts as sold;
+//     the load counts as sold. The failed loads leave no key behind;
 //   - then Redis loses its data (the test's keys are deleted, as FLUSHALL
 //     would), and a lagging MarkSold writes a part of a copy: racing holds
 //     and seat maps must all answer "unavailable", never a hold, as a copy
@@ -82,6 +82,9 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 		raceStale(t, env, instances, ev.ID, r, buyer, sold, free, fans)
 		if n := env.R.Client.Exists(ctx, ready).Val(); n != 0 {
 			t.Errorf("round %d: the cache was marked fresh while PostgreSQL was down", r)
+		}
+		if keys := env.R.Client.Keys(ctx, env.R.Key("cache:loading:*")).Val(); len(keys) != 0 {
+			t.Errorf("round %d: %d keys of failed loads left in Redis", r, len(keys))
 		}
 
 		// Redis loses its data, and then the late sale's MarkSold is done
