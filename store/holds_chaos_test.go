@@ -37,7 +37,7 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 	t.Parallel()
 	rounds, nFree, fans := 1, 10, 8
 	if storetest.ChaosLong() {
-		rounds, nFree, fans = 4, 25, 20
+		rounds, nFree, fans = 6, 25, 40
 	}
 	ctx := context.Background()
 	pg := storetest.StartPostgres(t)
