@@ -8,6 +8,10 @@ package boxoffice
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -76,6 +80,26 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Something went wrong on our side. Please try again."
+}
+
+// Unreachable reports whether err says that PostgreSQL or Redis could not be
+// reached or went away mid-request: a network error, a connection cut short
+// (EOF), or a PostgreSQL error of SQLSTATE class 08 (connection exception)
+// or 57 (operator intervention, such as a shutdown). Handlers answer such an
+// error EUNAVAILABLE (503); the store serves what Redis still knows where a
+// rule allows it. It looks at behaviour, not at the drivers' types, so that
+// this package stays free of them.
+func Unreachable(err error) bool {
+	var netErr net.Error
+	var state interface{ SQLState() string }
+	switch {
+	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED):
+		return true
+	case errors.As(err, &state):
+		code := state.SQLState()
+		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57")
+	}
+	return false
 }
 
 // ClipInput returns s as a message to people may quote it: at most n

@@ -3,6 +3,9 @@ package boxoffice_test
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
@@ -31,6 +34,35 @@ func TestErrorCode(t *testing.T) {
 	}
 	if boxoffice.Invalid(nil) != nil {
 		t.Error("Invalid(nil) is not nil")
+	}
+}
+
+// sqlStateError stands in for a driver's error that carries a SQLSTATE.
+type sqlStateError string
+
+func (e sqlStateError) Error() string    { return "SQLSTATE " + string(e) }
+func (e sqlStateError) SQLState() string { return string(e) }
+
+func TestUnreachable(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{fmt.Errorf("connect: %w", syscall.ECONNREFUSED), true},
+		{fmt.Errorf("read: %w", io.EOF), true},
+		{fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{fmt.Errorf("query: %w", sqlStateError("08006")), true}, // connection_failure
+		{fmt.Errorf("query: %w", sqlStateError("57P01")), true}, // admin_shutdown
+		{fmt.Errorf("query: %w", sqlStateError("23505")), false},
+		{errors.New("dial tcp: refused"), false}, // words are not behaviour
+		{boxoffice.Errorf(boxoffice.ESEATTAKEN, "taken"), false},
+	}
+	for _, tt := range tests {
+		if got := boxoffice.Unreachable(tt.err); got != tt.want {
+			t.Errorf("Unreachable(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
 

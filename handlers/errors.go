@@ -3,11 +3,8 @@ package handlers
 import (
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	"github.com/a-h/templ"
 	"github.com/boxoffice/boxoffice"
@@ -101,7 +98,7 @@ func fromEcho(err error) error {
 		if mapped, ok := echoErrors[he.Code]; ok {
 			return mapped
 		}
-	} else if unreachable(err) {
+	} else if boxoffice.Unreachable(err) {
 		return fmt.Errorf("%w (%w)", errServiceDown, err)
 	} else if unreadableText(err) {
 		return fmt.Errorf("%w (%w)", errUnreadable, err)
@@ -109,28 +106,10 @@ func fromEcho(err error) error {
 	return err
 }
 
-// unreachable reports whether err says that PostgreSQL or Redis could not be
-// reached or went away mid-request: a network error, a connection cut short
-// (EOF), or a PostgreSQL error of SQLSTATE class 08 (connection exception)
-// or 57 (operator intervention, such as a shutdown). It looks at behaviour,
-// not at the drivers' types, so handlers stay free of them.
-func unreachable(err error) bool {
-	var netErr net.Error
-	var state interface{ SQLState() string }
-	switch {
-	case errors.As(err, &netErr), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED):
-		return true
-	case errors.As(err, &state):
-		code := state.SQLState()
-		return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57")
-	}
-	return false
-}
-
 // unreadableText reports whether err is PostgreSQL refusing characters of
 // text: SQLSTATE 22021 (character_not_in_repertoire: a NUL byte or invalid
-// UTF-8) or 22P05 (untranslatable_character). Like unreachable, it looks at
-// behaviour, not at the driver's types.
+// UTF-8) or 22P05 (untranslatable_character). Like boxoffice.Unreachable, it
+// looks at behaviour, not at the driver's types.
 func unreadableText(err error) bool {
 	var state interface{ SQLState() string }
 	if !errors.As(err, &state) {

@@ -39,7 +39,8 @@ func loadScript(fsys embed.FS, name string) *redis.Script {
 }
 
 // DefaultSoldCacheTTL is how long Redis's copy of an event's sold seats and
-// bought counts is trusted before it is merged again with PostgreSQL's.
+// bought counts is trusted before it is merged again with PostgreSQL's (and
+// for as long again as PostgreSQL cannot be reached: see Holds).
 const DefaultSoldCacheTTL = 5 * time.Minute
 
 // loadTimeout bounds a load from PostgreSQL that several callers share.
@@ -56,6 +57,8 @@ const loadTimeout = 30 * time.Second
 //	sold:{e}               set of sold labels
 //	bought:{e}             hash account id -> tickets bought
 //	cache:ready:{e}        marker that sold:{e} and bought:{e} were loaded
+//	                       within SoldCacheTTL (expiring then)
+//	cache:complete:{e}     marker that they were loaded once (no expiry)
 //	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
 //
 // Expiries are on Redis's clock (TIME in the scripts; PXAT on the locks, so a
@@ -63,14 +66,33 @@ const loadTimeout = 30 * time.Second
 // itself, and the account's count follows with no sweeper.
 //
 // Sold seats and bought tickets are PostgreSQL's (sold_seat and
-// purchase_count.tickets), copied into sold:{e} and bought:{e}. The copy is
-// marked by cache:ready:{e} (expiring after SoldCacheTTL); the hold script
-// refuses to run without the marker, and Holds then loads the copy from
-// PostgreSQL and tries once more, so that a sold seat is never held after
-// Redis lost its data; a load during which Redis lost its data sets no
+// purchase_count.tickets), copied into sold:{e} and bought:{e} by a load
+// (loadSoldCache), which sets both markers in the script that writes the
+// copy. cache:ready:{e} expires after SoldCacheTTL, so that the copy is
+// merged with PostgreSQL's again; cache:complete:{e} stays. The hold script
+// refuses to run without the marker it is given, and Holds then loads the
+// copy from PostgreSQL and tries once more, so that a sold seat is never held
+// after Redis lost its data; a load during which Redis lost its data sets no
 // marker (loadSoldCacheOnce). Loading only adds, so loads racing each other
 // or MarkSold lose nothing; a seat that PostgreSQL stops counting as sold
 // keeps showing as sold in Redis until the event's keys are deleted.
+//
+// When that load fails because PostgreSQL cannot be reached (unreachable),
+// Hold and SeatStatuses use the copy as it is if cache:complete:{e} is
+// there, checked in the one script or MULTI/EXEC that reads the copy: holds
+// and the seat map keep working from Redis through an outage of any length. A copy that was complete once is safe to use late
+// because sold seats and bought counts only grow: a CONFIRMED order is final,
+// a refund is of an order that sold nothing, no sold_seat row is ever
+// deleted, and each sale joins the copy as it commits (MarkSold, by whichever
+// instance confirmed it). So the copy can only miss a sale whose MarkSold
+// never ran (its process died right after the commit) or that a Redis
+// restored from an older snapshot forgot: that seat may show free and be
+// held, and that account may hold past its limit, until the next load, but
+// no more: buying needs PostgreSQL, whose sold_seat UNIQUE key and limit
+// check refuse it. Without cache:complete:{e} Redis lost its data (FLUSHALL,
+// a restart without persistence), and the copy is gone or partial (a
+// MarkSold since may have added to it): then nothing is used, and holds and
+// the seat map answer the load's error (503) until PostgreSQL is back.
 //
 // The labels of each event's seats are read from PostgreSQL once per event
 // and process and kept in memory (an event's seats never change after it is
@@ -150,6 +172,9 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 // live holds plus its bought tickets plus the new seats would pass req.Limit,
 // with Details "limit", "owned" (bought) and "held" (live holds). A
 // non-positive req.Limit or a req.TTL under 1 ms is a programming error.
+// Without the sold-seat cache, while PostgreSQL cannot be reached: the copy
+// left in Redis is used if it was complete (see Holds), else the load's
+// error is returned.
 func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []string) (boxoffice.HoldResult, error) {
 	if req.Limit < 1 || req.TTL < time.Millisecond {
 		return boxoffice.HoldResult{}, fmt.Errorf("hold seats: limit %d and TTL %v must be positive", req.Limit, req.TTL)
@@ -172,6 +197,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		keys = append(keys, h.lockKey(e, l))
 		args = append(args, l)
 	}
+	var loadErr error // the load failed: PostgreSQL cannot be reached
 	for attempt := 0; ; attempt++ {
 		res, err := holdScript.Run(ctx, h.Redis.Client, keys, args...).Slice()
 		if err != nil {
@@ -179,11 +205,17 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		}
 		switch res[0] {
 		case "rebuild":
-			if attempt > 0 {
+			switch {
+			case loadErr != nil: // Redis lost the copy: wait for PostgreSQL
+				return boxoffice.HoldResult{}, loadErr
+			case attempt > 0:
 				return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: sold-seat cache missing after loading it", e)
 			}
 			if err := h.loadSoldCache(ctx, e); err != nil {
-				return boxoffice.HoldResult{}, err
+				if !unreachable(err) {
+					return boxoffice.HoldResult{}, err
+				}
+				loadErr, keys[0] = err, h.Redis.Key("cache:complete:{%d}", e)
 			}
 			continue
 		case "taken":
@@ -250,7 +282,9 @@ func (h *Holds) Release(ctx context.Context, eventID, accountID int64, label str
 // previous read: another account's hold or release, or a sale, may show up
 // to MapMaxAge (plus one round trip) late, but an expired hold never shows.
 // A sold seat shows as sold even while a hold on it lingers, and such a hold
-// is not in Mine.
+// is not in Mine. Without the sold-seat cache, while PostgreSQL cannot be
+// reached: the copy left in Redis is used if it was complete (see Holds),
+// else the load's error is returned.
 func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (boxoffice.SeatMapState, error) {
 	me := strconv.FormatInt(accountID, 10)
 	for attempt := 0; ; attempt++ {
@@ -258,6 +292,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (box
 		pipe := h.Redis.Client.TxPipeline()
 		timeCmd := pipe.Time(ctx)
 		ready := pipe.Exists(ctx, h.Redis.Key("cache:ready:{%d}", eventID))
+		complete := pipe.Exists(ctx, h.Redis.Key("cache:complete:{%d}", eventID))
 		bought := pipe.HGet(ctx, h.Redis.Key("bought:{%d}", eventID), me)
 		mine := pipe.ZRangeWithScores(ctx, h.holdKey(eventID, accountID), 0, -1)
 		var held *redis.ZSliceCmd
@@ -282,6 +317,8 @@ func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (box
 			} else if err = h.loadSoldCache(ctx, eventID); err == nil {
 				h.storeSharedMap(eventID, nil, fetch)
 				continue
+			} else if unreachable(err) && complete.Val() == 1 {
+				err = nil // use the copy this transaction read
 			}
 		}
 		if err != nil {
@@ -593,13 +630,13 @@ func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]stru
 }
 
 // loadSoldCache copies the event's sold seats and bought counts from
-// PostgreSQL into Redis and sets cache:ready:{e}, through hold_cache.lua:
-// it merges (never removes) and skips when the marker is there, so that
-// loads racing each other or a MarkSold are harmless. A load during which
-// Redis lost its data writes nothing and is tried again, up to
-// soldLoadTries times (then an error). Callers in one process share one load
-// per event; it outlives a caller that gives up (up to loadTimeout), since
-// the others wait for it.
+// PostgreSQL into Redis and sets cache:ready:{e} and cache:complete:{e},
+// through hold_cache.lua: it merges (never removes) and skips when
+// cache:ready:{e} is there, so that loads racing each other or a MarkSold
+// are harmless. A load during which Redis lost its data writes nothing and
+// is tried again, up to soldLoadTries times (then an error). Callers in one
+// process share one load per event; it outlives a caller that gives up (up
+// to loadTimeout), since the others wait for it.
 func (h *Holds) loadSoldCache(ctx context.Context, eventID int64) error {
 	_, err, _ := h.loads.Do("sold:"+strconv.FormatInt(eventID, 10), func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
@@ -622,7 +659,8 @@ const soldLoadTries = 3
 // cache:loading:{e}:<random id> (expiring after loadTimeout), then reads
 // PostgreSQL; hold_cache.lua writes only if that key is still there, so a
 // cache that may miss a sale never gets its marker. It reports false, with
-// nothing written, when the key was gone.
+// nothing written, when the key was gone. A read that fails deletes the key,
+// so that the tries of an outage, one per hold, do not pile up in Redis.
 func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, error) {
 	id, err := randomToken()
 	if err != nil {
@@ -634,6 +672,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	}
 	sold, bought, err := h.soldFromDB(ctx, eventID)
 	if err != nil {
+		h.Redis.Client.Del(ctx, loading) // it expires anyway if Redis fails too
 		return false, err
 	}
 	if h.afterSoldRead != nil {
@@ -650,6 +689,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		h.Redis.Key("sold:{%d}", eventID),
 		h.Redis.Key("bought:{%d}", eventID),
 		loading,
+		h.Redis.Key("cache:complete:{%d}", eventID),
 	}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)

@@ -607,6 +607,25 @@ func TestHolds_Hold_LostDuringLoad(t *testing.T) {
 	}
 }
 
+// TestHolds_Hold_LostDuringEveryLoad loses Redis's data during every try of
+// a load of the sold-seat cache: the hold fails, and neither the freshness
+// nor the completeness marker is set, so that a copy that may miss a sale is
+// never used, fresh or stale.
+func TestHolds_Hold_LostDuringEveryLoad(t *testing.T) {
+	t.Parallel()
+	env := newHoldsEnv(t)
+	ev := newHoldEvent(t, env.DB, 10)
+	ctx := context.Background()
+	store.SetAfterSoldRead(env.H, func() { forgetRedis(t, env.R) })
+	if _, err := env.hold(ev.ID, 1, holdTTL, ev.R[0]); err == nil {
+		t.Fatal("held a seat although Redis lost its data during every load")
+	}
+	ready, complete := env.R.Key("cache:ready:{%d}", ev.ID), env.R.Key("cache:complete:{%d}", ev.ID)
+	if n, err := env.R.Client.Exists(ctx, ready, complete).Result(); err != nil || n != 0 {
+		t.Errorf("%d cache markers set (%v), want none", n, err)
+	}
+}
+
 func TestHolds_Release(t *testing.T) {
 	t.Parallel()
 	env := newHoldsEnv(t)
@@ -665,7 +684,7 @@ func TestHolds_Release(t *testing.T) {
 }
 
 // countHook counts the commands and pipelines a Redis client sends, and the
-// pipelines of more than 6 commands (MULTI, EXEC and 4 reads): those that read
+// pipelines of more than 7 commands (MULTI, EXEC and 5 reads): those that read
 // an event's shared part in SeatStatuses. What go-redis sends to set up a new
 // connection is not counted.
 type countHook struct{ single, pipelines, big atomic.Int64 }
@@ -691,7 +710,7 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			return next(ctx, cmds)
 		}
 		h.pipelines.Add(1)
-		if len(cmds) > 6 {
+		if len(cmds) > 7 {
 			h.big.Add(1)
 		}
 		return next(ctx, cmds)

@@ -146,6 +146,14 @@ func pgConstraint(err error) string {
 	return ""
 }
 
+// unreachable reports whether err says that PostgreSQL or Redis could not be
+// reached or went away (boxoffice.Unreachable), counting pgx's error for a
+// pooled connection that the server dropped (pgconn.ErrConnClosed, met in the
+// moments after PostgreSQL went away), which carries no network error.
+func unreachable(err error) bool {
+	return boxoffice.Unreachable(err) || errors.Is(err, pgconn.ErrConnClosed)
+}
+
 // notFound maps pgx.ErrNoRows to an ENOTFOUND error with msg; other errors
 // pass through.
 func notFound(err error, msg string) error {

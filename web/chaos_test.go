@@ -50,8 +50,10 @@ const msgServiceDown = "The box office is briefly unavailable. Please try again 
 //   - while PostgreSQL is down: the success redirect answers 503 with
 //     Retry-After and the message (an HTTP client timeout makes a hang
 //     fail), /readyz is 503, the PG's webhook gets a 5xx, and holds keep
-//     working from Redis: rivals hold free seats, and once the early orders'
-//     holds expired, a seat of some of those orders;
+//     working from Redis, also once the sold-seat cache is due to be merged
+//     with PostgreSQL again (the test ends its freshness marker, as five
+//     minutes of outage would): rivals hold free seats, and once the early
+//     orders' holds expired, a seat of some of those orders;
 //   - PostgreSQL starts again; with no restart of the app, the fans who come
 //     back see their order settled, and within a bounded wait every payment
 //     the PG holds is settled exactly once: confirmed (one payment row, its
@@ -281,7 +283,11 @@ func (s *chaosSale) round(round int) {
 	}
 	stoppedAt := time.Now()
 
-	// PostgreSQL is down.
+	// PostgreSQL is down, and stays down past the sold-seat cache's TTL.
+	ready := s.rdb.Key("cache:ready:{%d}", chaosEvent)
+	if err := s.rdb.Client.Del(context.Background(), ready).Err(); err != nil {
+		t.Fatalf("round %d: expire the sold-seat cache: %v", round, err)
+	}
 	var returning []*chaosFan
 	for _, f := range buyers {
 		if f.role.returns() {
@@ -293,6 +299,9 @@ func (s *chaosSale) round(round int) {
 	s.each(rivals, "hold a seat of an expired order during the outage", s.takeSeat)
 	s.each(rivals, "hold a free seat during the outage", func(f *chaosFan) error { return s.hold(f, f.seats[0]) })
 	time.Sleep(time.Until(stoppedAt.Add(s.p.outage)))
+	if n := s.rdb.Client.Exists(context.Background(), ready).Val(); n != 0 {
+		t.Errorf("round %d: the sold-seat cache was loaded while PostgreSQL was down", round)
+	}
 	down := time.Since(stoppedAt)
 	s.pg.Start()
 	upAt := time.Now()

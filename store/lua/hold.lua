@@ -1,5 +1,8 @@
 -- Holds seats for one account: all of them or none (DESIGN rules 1 and 2).
--- KEYS[1] cache:ready:{e}   marker that sold:{e} and bought:{e} were loaded
+-- KEYS[1] the marker that sold:{e} and bought:{e} may be used:
+--         cache:ready:{e} (loaded within the cache's TTL), or, once a load
+--         failed because PostgreSQL could not be reached, cache:complete:{e}
+--         (loaded once, nothing lost since); the caller chooses
 -- KEYS[2] sold:{e}          set of sold labels
 -- KEYS[3] bought:{e}        hash account -> tickets bought
 -- KEYS[4] hold:{e}:{acct}   zset label -> expiry (ms): the account's holds
@@ -7,7 +10,7 @@
 -- KEYS[6] holder:{e}        hash label -> account: index of holders
 -- KEYS[7..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4..] labels
--- Returns {'rebuild'} without the cache marker; {'taken', {labels}};
+-- Returns {'rebuild'} without that marker; {'taken', {labels}};
 -- {'limit', owned, held}; or {'ok', now (ms), first expiry (ms)}.
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
 -- as a key with PXAT expiry is.

@@ -1,7 +1,7 @@
--- Loads sold:{e} and bought:{e} from PostgreSQL's rows and sets the marker,
--- unless the marker is there. It only adds sold seats and raises bought
--- counts, so a sale recorded (MarkSold) between the PostgreSQL read and this
--- script is never lost, and concurrent loads are harmless.
+-- Loads sold:{e} and bought:{e} from PostgreSQL's rows and sets the markers,
+-- unless the freshness marker is there. It only adds sold seats and raises
+-- bought counts, so a sale recorded (MarkSold) between the PostgreSQL read and
+-- this script is never lost, and concurrent loads are harmless.
 --
 -- The load set KEYS[4] before it read PostgreSQL. If that key is gone, Redis
 -- lost its data since (FLUSHALL, a restart without persistence), and with it
@@ -10,11 +10,18 @@
 -- reads again. The check and the write are one script: no loss falls
 -- between them.
 --
+-- The freshness marker KEYS[1] expires, so that the copy is merged with
+-- PostgreSQL's again; the completeness marker KEYS[5] does not: it says that
+-- the copy was loaded whole once and kept since (MarkSold), and it goes only
+-- when Redis loses its data, with the copy. Both are set here, in the script
+-- that writes the data, so that neither ever stands for a copy that is not
+-- there.
+--
 -- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e},
--- KEYS[4] cache:loading:{e}:<load id>
+-- KEYS[4] cache:loading:{e}:<load id>, KEYS[5] cache:complete:{e}
 -- ARGV[1] marker TTL (ms), ARGV[2] number of sold labels n,
 -- ARGV[3..2+n] sold labels, then account id, tickets pairs.
--- Returns 1 when it loaded, 0 when the marker was there, -1 when KEYS[4]
+-- Returns 1 when it loaded, 0 when KEYS[1] was there, -1 when KEYS[4]
 -- was gone (nothing written).
 local fresh = redis.call('DEL', KEYS[4]) == 1
 if redis.call('EXISTS', KEYS[1]) == 1 then
@@ -35,5 +42,6 @@ for k = last + 1, #ARGV, 2 do
     redis.call('HSET', KEYS[3], ARGV[k], ARGV[k + 1])
   end
 end
+redis.call('SET', KEYS[5], '1')
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 return 1
