@@ -12,7 +12,8 @@ var holdClaimScript = loadScript(holdLua, "lua/hold_claim.lua")
 
 // claimCommitMargin is how long after its claim a confirmation transaction
 // may take to commit with the claim still covering its seats until the
-// sold-seat cache surely has them (see claimSeats). The transaction's work
+// sold-seat cache surely has them, and with its record in claimed:{e} kept
+// until a load surely read the sale (see claimSeats). The transaction's work
 // after the claim is a few statements; the margin is generous because a
 // longer claim costs nothing unless MarkSold fails.
 const claimCommitMargin = time.Minute
@@ -59,7 +60,12 @@ func (h *Holds) soldCacheTTL() time.Duration {
 // marker comes from a load that has the sale. A claim of claimTTL covers
 // that whenever the transaction commits within claimCommitMargin of the
 // claim (all durations on Redis's clock; every instance must use the same
-// SoldCacheTTL).
+// SoldCacheTTL). While PostgreSQL cannot be reached, hold.lua may run on a
+// copy past its marker's TTL (see Holds), which no claim outlasts: so the
+// script also records each claimed seat in claimed:{e}, which MarkSold
+// clears and a load drops once the claim is older than loadTimeout plus
+// claimCommitMargin (the sale then committed before the load's read), and
+// hold.lua refuses a recorded seat on such a copy.
 //
 // Sold seats are not looked at: PostgreSQL's UNIQUE sold_seat decides those.
 // Errors: Redis's (the script may have run: a claim made then expires by
@@ -69,6 +75,7 @@ func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, labels
 		h.holdKey(eventID, accountID),
 		h.Redis.Key("held:{%d}", eventID),
 		h.Redis.Key("holder:{%d}", eventID),
+		h.Redis.Key("claimed:{%d}", eventID),
 	}
 	args := []any{accountID, h.claimTTL().Milliseconds()}
 	for _, l := range labels {

@@ -13,6 +13,7 @@ import (
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -341,6 +342,79 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	}
 	for _, seat := range seats {
 		wantError(t, tryHold(seat), boxoffice.ESEATTAKEN)
+	}
+	env.checkInvariants(t)
+}
+
+// As TestOrders_Confirm_MarkSoldFails, MarkSold fails after the commit;
+// then another instance loses PostgreSQL, for longer than the sold-seat
+// cache's TTL and the claim (the test ends both, as their TTLs would). That
+// instance holds on Redis's copy, which misses the sale: the seats must stay
+// refused all the same, while other seats are held; once PostgreSQL answers
+// again, the cache has the sale.
+func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 10)
+	ctx := context.Background()
+	ev := env.Event
+	seats := []string{ev.R[0], ev.R[1]}
+	o := env.order(t, env.account(t), seats...)
+	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	env.expire(t)
+	other, err := store.NewHolds(env.DB, env.R, nil) // the instance that loses PostgreSQL
+	if err != nil {
+		t.Fatal(err)
+	}
+	rival := env.account(t)
+	tryHold := func(labels ...string) error {
+		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
+		_, err := other.Hold(ctx, req, labels)
+		return err
+	}
+	if err := tryHold(ev.R[2]); err != nil { // the cache is loaded, the instance knows the seats
+		t.Fatal(err)
+	}
+
+	down := &redisDown{}
+	env.R.Client.AddHook(down)
+	store.SetBeforeCommit(env.Orders, func(string, string) { down.on.Store(true) })
+	c := env.mustRedirect(t, o.ID, key, amount)
+	down.on.Store(false)
+	wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+	soldKey := env.R.Key("sold:{%d}", ev.ID)
+	if n, err := env.R.Client.SMIsMember(ctx, soldKey, seats[0], seats[1]).Result(); err != nil || slices.Contains(n, true) {
+		t.Fatalf("sold:{e} has the seats (%v, %v): MarkSold did not fail", n, err)
+	}
+
+	pool, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/boxoffice") // nothing listens there
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	other.DB = &store.DB{Pool: pool, Now: time.Now}
+	ends := []string{env.R.Key("cache:ready:{%d}", ev.ID)}
+	for _, seat := range seats {
+		ends = append(ends, env.R.Key("seat:lock:{%d}:%s", ev.ID, seat))
+	}
+	if err := env.R.Client.Del(ctx, ends...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, seat := range seats {
+		wantError(t, tryHold(seat), boxoffice.ESEATTAKEN)
+	}
+	if err := tryHold(ev.R[3]); err != nil {
+		t.Errorf("holding a free seat on Redis's copy while PostgreSQL is down: %v", err)
+	}
+	if n := env.R.Client.Exists(ctx, ends[0]).Val(); n != 0 {
+		t.Fatal("the sold-seat cache was loaded, so the test ran no hold on a copy past its TTL")
+	}
+
+	other.DB = env.DB
+	for _, seat := range seats {
+		wantError(t, tryHold(seat), boxoffice.ESEATTAKEN)
+	}
+	if n, err := env.R.Client.SMIsMember(ctx, soldKey, seats[0], seats[1]).Result(); err != nil || slices.Contains(n, false) {
+		t.Errorf("sold:{e} has the seats %v (%v) once PostgreSQL is back, want both", n, err)
 	}
 	env.checkInvariants(t)
 }

@@ -60,6 +60,8 @@ const loadTimeout = 30 * time.Second
 //	                       within SoldCacheTTL (expiring then)
 //	cache:complete:{e}     marker that they were loaded once (no expiry)
 //	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
+//	claimed:{e}            zset label -> claim time (Unix ms): seats claimed for
+//	                       a sale (claimSeats) that sold:{e} may not have yet
 //
 // Expiries are on Redis's clock (TIME in the scripts; PXAT on the locks, so a
 // lock and its zset entries end at the same millisecond): a hold ends by
@@ -80,19 +82,26 @@ const loadTimeout = 30 * time.Second
 // When that load fails because PostgreSQL cannot be reached (unreachable),
 // Hold and SeatStatuses use the copy as it is if cache:complete:{e} is
 // there, checked in the one script or MULTI/EXEC that reads the copy: holds
-// and the seat map keep working from Redis through an outage of any length. A copy that was complete once is safe to use late
-// because sold seats and bought counts only grow: a CONFIRMED order is final,
-// a refund is of an order that sold nothing, no sold_seat row is ever
-// deleted, and each sale joins the copy as it commits (MarkSold, by whichever
-// instance confirmed it). So the copy can only miss a sale whose MarkSold
-// never ran (its process died right after the commit) or that a Redis
-// restored from an older snapshot forgot: that seat may show free and be
-// held, and that account may hold past its limit, until the next load, but
-// no more: buying needs PostgreSQL, whose sold_seat UNIQUE key and limit
-// check refuse it. Without cache:complete:{e} Redis lost its data (FLUSHALL,
-// a restart without persistence), and the copy is gone or partial (a
-// MarkSold since may have added to it): then nothing is used, and holds and
-// the seat map answer the load's error (503) until PostgreSQL is back.
+// and the seat map keep working from Redis through an outage of any length.
+// A copy that was complete once is safe to use late because sold seats and
+// bought counts only grow (a CONFIRMED order is final, a refund is of an
+// order that sold nothing, no sold_seat row is ever deleted) and each sale
+// joins the copy as it commits (MarkSold, by whichever instance confirmed
+// it). A sale whose MarkSold failed or never ran (its process died right
+// after the commit) is still known: its seats were claimed in Redis before
+// the commit (claimSeats), and claimed:{e} keeps a record of each claim
+// until MarkSold, or until a load that read PostgreSQL after the commit
+// drops it (hold_cache.lua). The claim itself keeps the seats from others
+// only for as long as a fresh copy may miss the sale; on a copy past its TTL
+// the hold script refuses a recorded seat, although the seat map may show it
+// free. Such a sale's tickets are missing from bought:{e} until a load, so
+// its buyer may hold past the limit on a late copy, which only the
+// confirmation's limit check then refuses (as for a Redis restored from an
+// older snapshot, which may miss sales: sold_seat's UNIQUE key refuses those).
+// Without cache:complete:{e} Redis lost its data (FLUSHALL, a restart without
+// persistence), and the copy is gone or partial (a MarkSold since may have
+// added to it): then nothing is used, and holds and the seat map answer the
+// load's error (503) until PostgreSQL is back.
 //
 // The labels of each event's seats are read from PostgreSQL once per event
 // and process and kept in memory (an event's seats never change after it is
@@ -191,8 +200,9 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		h.holdKey(e, acct),
 		h.Redis.Key("held:{%d}", e),
 		h.Redis.Key("holder:{%d}", e),
+		h.Redis.Key("claimed:{%d}", e),
 	}
-	args := []any{acct, req.Limit, req.TTL.Milliseconds()}
+	args := []any{acct, req.Limit, req.TTL.Milliseconds(), "0"}
 	for _, l := range labels {
 		keys = append(keys, h.lockKey(e, l))
 		args = append(args, l)
@@ -215,7 +225,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 				if !unreachable(err) {
 					return boxoffice.HoldResult{}, err
 				}
-				loadErr, keys[0] = err, h.Redis.Key("cache:complete:{%d}", e)
+				loadErr, keys[0], args[3] = err, h.Redis.Key("cache:complete:{%d}", e), "1"
 			}
 			continue
 		case "taken":
@@ -513,6 +523,7 @@ func (h *Holds) MarkSold(ctx context.Context, eventID, accountID int64, labels [
 		h.holdKey(eventID, accountID),
 		h.Redis.Key("held:{%d}", eventID),
 		h.Redis.Key("holder:{%d}", eventID),
+		h.Redis.Key("claimed:{%d}", eventID),
 	}
 	args := []any{accountID, boughtTotal}
 	for _, l := range labels {
@@ -678,8 +689,8 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	if h.afterSoldRead != nil {
 		h.afterSoldRead()
 	}
-	args := make([]any, 0, 2+len(sold)+len(bought))
-	args = append(args, h.soldCacheTTL().Milliseconds(), len(sold))
+	args := make([]any, 0, 3+len(sold)+len(bought))
+	args = append(args, h.soldCacheTTL().Milliseconds(), (loadTimeout + claimCommitMargin).Milliseconds(), len(sold))
 	for _, l := range sold {
 		args = append(args, l)
 	}
@@ -690,6 +701,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		h.Redis.Key("bought:{%d}", eventID),
 		loading,
 		h.Redis.Key("cache:complete:{%d}", eventID),
+		h.Redis.Key("claimed:{%d}", eventID),
 	}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)

@@ -626,6 +626,39 @@ func TestHolds_Hold_LostDuringEveryLoad(t *testing.T) {
 	}
 }
 
+// TestHolds_ClaimRecords checks what ends the record of a claim in
+// claimed:{e}: a load of the sold-seat cache drops one made long before it
+// (its sale committed, if at all, before the load read PostgreSQL), keeps a
+// recent one, and MarkSold of the seat drops it.
+func TestHolds_ClaimRecords(t *testing.T) {
+	t.Parallel()
+	env := newHoldsEnv(t)
+	ev := newHoldEvent(t, env.DB, 10)
+	ctx := context.Background()
+	claimed := env.R.Key("claimed:{%d}", ev.ID)
+	now, err := env.R.Client.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, recent := ev.R[0], ev.R[1]
+	err = env.R.Client.ZAdd(ctx, claimed,
+		redis.Z{Score: float64(now.Add(-time.Hour).UnixMilli()), Member: old},
+		redis.Z{Score: float64(now.UnixMilli()), Member: recent}).Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.mustHold(t, ev.ID, 1, holdTTL, ev.S[0]) // loads the cache
+	if got := env.R.Client.ZRange(ctx, claimed, 0, -1).Val(); !slices.Equal(got, []string{recent}) {
+		t.Errorf("claim records after a load: %v, want [%s]", got, recent)
+	}
+	if err := env.H.MarkSold(ctx, ev.ID, 2, []string{recent}, 1); err != nil {
+		t.Fatal(err)
+	}
+	if n := env.R.Client.ZCard(ctx, claimed).Val(); n != 0 {
+		t.Errorf("%d claim records after MarkSold, want none", n)
+	}
+}
+
 func TestHolds_Release(t *testing.T) {
 	t.Parallel()
 	env := newHoldsEnv(t)

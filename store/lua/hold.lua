@@ -2,24 +2,29 @@
 -- KEYS[1] the marker that sold:{e} and bought:{e} may be used:
 --         cache:ready:{e} (loaded within the cache's TTL), or, once a load
 --         failed because PostgreSQL could not be reached, cache:complete:{e}
---         (loaded once, nothing lost since); the caller chooses
+--         (loaded once, nothing lost since; ARGV[4] is then '1')
 -- KEYS[2] sold:{e}          set of sold labels
 -- KEYS[3] bought:{e}        hash account -> tickets bought
 -- KEYS[4] hold:{e}:{acct}   zset label -> expiry (ms): the account's holds
 -- KEYS[5] held:{e}          zset label -> expiry (ms): index of held seats
 -- KEYS[6] holder:{e}        hash label -> account: index of holders
--- KEYS[7..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
--- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4..] labels
+-- KEYS[7] claimed:{e}       zset label -> claim time (ms): seats claimed
+--                           for a sale that sold:{e} may not have yet
+-- KEYS[8..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
+-- KEYS[1] is cache:complete:{e} ('0' otherwise), ARGV[5..] labels
 -- Returns {'rebuild'} without that marker; {'taken', {labels}};
 -- {'limit', owned, held}; or {'ok', now (ms), first expiry (ms)}.
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
--- as a key with PXAT expiry is.
+-- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
+-- KEYS[7] counts as taken even after its claim ended: the sale may have
+-- committed with no MarkSold, and no load since has read it.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'rebuild'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local acct, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 
 -- The account's count follows expiry and sales with no sweeper: drop its
 -- ended holds and those of seats sold since (at most limit entries remain).
@@ -31,14 +36,18 @@ for _, label in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
 end
 
 local taken, new = {}, {}
-for i = 7, #KEYS do
+for i = 8, #KEYS do
   local label = ARGV[i - 3]
   if redis.call('SISMEMBER', KEYS[2], label) == 1 then
     taken[#taken + 1] = label
   else
     local owner = redis.call('GET', KEYS[i])
     if owner == false or (owner == acct and not redis.call('ZSCORE', KEYS[4], label)) then
-      new[#new + 1] = i
+      if stale and redis.call('ZSCORE', KEYS[7], label) then
+        taken[#taken + 1] = label
+      else
+        new[#new + 1] = i
+      end
     elseif owner ~= acct then
       taken[#taken + 1] = label
     end
@@ -65,7 +74,7 @@ end
 redis.call('PEXPIREAT', KEYS[4], redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')[2])
 
 local first = exp
-for i = 7, #KEYS do
+for i = 8, #KEYS do
   first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 3])))
 end
 

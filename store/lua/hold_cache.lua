@@ -17,10 +17,16 @@
 -- that writes the data, so that neither ever stands for a copy that is not
 -- there.
 --
+-- A claim made more than ARGV[2] ms ago (a load's timeout plus the longest a
+-- confirmation may take to commit after its claim) belongs to a sale that
+-- committed, if at all, before this load set KEYS[4] and read PostgreSQL:
+-- the copy has it, and its record in KEYS[6] goes.
+--
 -- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e},
--- KEYS[4] cache:loading:{e}:<load id>, KEYS[5] cache:complete:{e}
--- ARGV[1] marker TTL (ms), ARGV[2] number of sold labels n,
--- ARGV[3..2+n] sold labels, then account id, tickets pairs.
+-- KEYS[4] cache:loading:{e}:<load id>, KEYS[5] cache:complete:{e},
+-- KEYS[6] claimed:{e}
+-- ARGV[1] marker TTL (ms), ARGV[2] claim age (ms), ARGV[3] number of sold
+-- labels n, ARGV[4..3+n] sold labels, then account id, tickets pairs.
 -- Returns 1 when it loaded, 0 when KEYS[1] was there, -1 when KEYS[4]
 -- was gone (nothing written).
 local fresh = redis.call('DEL', KEYS[4]) == 1
@@ -30,8 +36,8 @@ end
 if not fresh then
   return -1
 end
-local last = 2 + tonumber(ARGV[2])
-local i = 3
+local last = 3 + tonumber(ARGV[3])
+local i = 4
 while i <= last do
   local j = math.min(i + 999, last)
   redis.call('SADD', KEYS[2], unpack(ARGV, i, j))
@@ -42,6 +48,9 @@ for k = last + 1, #ARGV, 2 do
     redis.call('HSET', KEYS[3], ARGV[k], ARGV[k + 1])
   end
 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - tonumber(ARGV[2])))
 redis.call('SET', KEYS[5], '1')
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 return 1

@@ -3,38 +3,42 @@
 -- KEYS[1] hold:{e}:{acct}   zset label -> expiry (ms): the buyer's holds
 -- KEYS[2] held:{e}          zset label -> expiry (ms): index of held seats
 -- KEYS[3] holder:{e}        hash label -> account: index of holders
--- KEYS[4..] seat:lock:{e}:<label>, one per seat, in ARGV's order
+-- KEYS[4] claimed:{e}       zset label -> claim time (ms): seats claimed
+--                           for a sale that sold:{e} may not have yet
+-- KEYS[5..] seat:lock:{e}:<label>, one per seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3..] labels
 -- Returns {'taken', {labels}} when another account holds any of the seats,
 -- changing nothing; otherwise {'ok', {labels}}, the seats that no hold of
 -- the buyer covered (those the claim took). A claimed seat is a hold of the
 -- buyer, written as hold.lua writes one, ending at now + TTL on Redis's
--- clock or later if the buyer's hold on it already ended later.
+-- clock or later if the buyer's hold on it already ended later, and is
+-- recorded in KEYS[4] at now, where MarkSold or a later load ends it.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp = ARGV[1], now + tonumber(ARGV[2])
 
 local taken, fresh = {}, {}
-for i = 4, #KEYS do
+for i = 5, #KEYS do
   local owner = redis.call('GET', KEYS[i])
   if owner == false then
-    fresh[#fresh + 1] = ARGV[i - 1]
+    fresh[#fresh + 1] = ARGV[i - 2]
   elseif owner ~= acct then
-    taken[#taken + 1] = ARGV[i - 1]
+    taken[#taken + 1] = ARGV[i - 2]
   end
 end
 if #taken > 0 then
   return {'taken', taken}
 end
 
-for i = 4, #KEYS do
-  local label = ARGV[i - 1]
+for i = 5, #KEYS do
+  local label = ARGV[i - 2]
   -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
   local ends = math.max(exp, redis.call('PEXPIRETIME', KEYS[i]))
   redis.call('SET', KEYS[i], acct, 'PXAT', ends)
   redis.call('ZADD', KEYS[1], ends, label)
   redis.call('ZADD', KEYS[2], ends, label)
   redis.call('HSET', KEYS[3], label, acct)
+  redis.call('ZADD', KEYS[4], now, label)
 end
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
 return {'ok', fresh}
