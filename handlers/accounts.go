@@ -53,7 +53,7 @@ func (s *Server) handleLogin(c echo.Context) error {
 	a, err := s.Accounts.Authenticate(c.Request().Context(), email, c.FormValue("password"))
 	var e *boxoffice.Error
 	if errors.As(err, &e) && (e.Code == boxoffice.EUNAUTHORIZED || e.Code == boxoffice.EINVALID) && !wantsJSON(c) {
-		return render(c, statusOf(err), views.LoginPage(views.LoginForm{Email: email, Error: e.Message, Errors: e.Fields, Next: next}))
+		return render(c, s.statusOf(err), views.LoginPage(views.LoginForm{Email: email, Error: e.Message, Errors: e.Fields, Next: next}))
 	} else if err != nil {
 		return err
 	}

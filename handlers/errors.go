@@ -51,8 +51,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
-	err = fromEcho(err)
-	code, status := boxoffice.ErrorCode(err), statusOf(err)
+	err = s.fromEcho(err)
+	code, status := boxoffice.ErrorCode(err), s.statusOf(err)
 	if status == http.StatusServiceUnavailable {
 		s.Logger.Warn("service unavailable", "path", c.Request().URL.Path, "err", err)
 	} else if status >= 500 {
@@ -90,15 +90,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 var errServiceDown = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The box office is briefly unavailable. Please try again in a few seconds.")
 
 // fromEcho replaces echo's own errors with the contract's, a failure to
-// reach PostgreSQL or Redis with EUNAVAILABLE, and PostgreSQL's refusal of
-// characters (unreadableText) with EBADREQUEST.
-func fromEcho(err error) error {
+// reach PostgreSQL or Redis (s.unreachable) with EUNAVAILABLE, and
+// PostgreSQL's refusal of characters (unreadableText) with EBADREQUEST.
+func (s *Server) fromEcho(err error) error {
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		if mapped, ok := echoErrors[he.Code]; ok {
 			return mapped
 		}
-	} else if boxoffice.Unreachable(err) {
+	} else if s.unreachable(err) {
 		return fmt.Errorf("%w (%w)", errServiceDown, err)
 	} else if unreadableText(err) {
 		return fmt.Errorf("%w (%w)", errUnreadable, err)
@@ -119,9 +119,18 @@ func unreadableText(err error) bool {
 	return code == "22021" || code == "22P05"
 }
 
+// unreachable reports whether err says that PostgreSQL or Redis could not be
+// reached or went away: s.Unreachable, or boxoffice.Unreachable when nil.
+func (s *Server) unreachable(err error) bool {
+	if s.Unreachable != nil {
+		return s.Unreachable(err)
+	}
+	return boxoffice.Unreachable(err)
+}
+
 // statusOf returns the HTTP status for err's code (500 for unknown errors).
-func statusOf(err error) int {
-	if status, ok := statuses[boxoffice.ErrorCode(fromEcho(err))]; ok {
+func (s *Server) statusOf(err error) int {
+	if status, ok := statuses[boxoffice.ErrorCode(s.fromEcho(err))]; ok {
 		return status
 	}
 	return http.StatusInternalServerError

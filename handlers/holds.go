@@ -111,7 +111,7 @@ func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats,
 	if isHTMX(c) {
 		status := http.StatusOK
 		if refused != nil {
-			status = statusOf(refused)
+			status = s.statusOf(refused)
 		}
 		st, err := s.Holds.SeatStatuses(ctx, e.ID, acct.ID)
 		if err != nil {

@@ -25,7 +25,7 @@ func (s *Server) metricsMiddleware() echo.MiddlewareFunc {
 			err := next(c)
 			status := c.Response().Status
 			if err != nil {
-				status = statusOf(err)
+				status = s.statusOf(err)
 			}
 			duration.WithLabelValues(c.Path(), c.Request().Method, strconv.Itoa(status)).Observe(time.Since(start).Seconds())
 			return err

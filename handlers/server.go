@@ -56,6 +56,10 @@ type Server struct {
 	Metrics *prometheus.Registry
 	// Now returns the current time (time.Now when nil); tests fix it.
 	Now func() time.Time
+	// Unreachable reports whether an error says that PostgreSQL or Redis
+	// could not be reached or went away, to answer 503 (store.Unreachable,
+	// which knows the drivers' errors); nil means boxoffice.Unreachable.
+	Unreachable func(error) bool
 	// BodyTimeout is how long a request's body may take to arrive, from
 	// the moment its headers were read (DefaultBodyTimeout when 0).
 	BodyTimeout time.Duration

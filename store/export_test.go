@@ -10,7 +10,3 @@ func SetAfterSoldRead(h *Holds, f func()) { h.afterSoldRead = f }
 
 // LoadTimeout is how long a load of the sold-seat cache may take.
 const LoadTimeout = loadTimeout
-
-// Unreachable reports whether the store counts err as PostgreSQL or Redis
-// being out of reach, as when it serves holds from Redis's copy alone.
-func Unreachable(err error) bool { return unreachable(err) }

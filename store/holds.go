@@ -222,7 +222,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 				return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: sold-seat cache missing after loading it", e)
 			}
 			if err := h.loadSoldCache(ctx, e); err != nil {
-				if !unreachable(err) {
+				if !Unreachable(err) {
 					return boxoffice.HoldResult{}, err
 				}
 				loadErr, keys[0], args[3] = err, h.Redis.Key("cache:complete:{%d}", e), "1"
@@ -327,7 +327,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (box
 			} else if err = h.loadSoldCache(ctx, eventID); err == nil {
 				h.storeSharedMap(eventID, nil, fetch)
 				continue
-			} else if unreachable(err) && complete.Val() == 1 {
+			} else if Unreachable(err) && complete.Val() == 1 {
 				err = nil // use the copy this transaction read
 			}
 		}

@@ -146,11 +146,11 @@ func pgConstraint(err error) string {
 	return ""
 }
 
-// unreachable reports whether err says that PostgreSQL or Redis could not be
+// Unreachable reports whether err says that PostgreSQL or Redis could not be
 // reached or went away (boxoffice.Unreachable), counting pgx's error for a
 // pooled connection that the server dropped (pgconn.ErrConnClosed, met in the
 // moments after PostgreSQL went away), which carries no network error.
-func unreachable(err error) bool {
+func Unreachable(err error) bool {
 	return boxoffice.Unreachable(err) || errors.Is(err, pgconn.ErrConnClosed)
 }
 

@@ -130,17 +130,18 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	})
 	checkout.start(stopping, &workers)
 	srv := &handlers.Server{
-		Logger:     logger,
-		Sessions:   sessions,
-		Accounts:   &store.Accounts{DB: db},
-		Events:     events,
-		LiveEvents: &store.EventCache{Events: events},
-		Queue:      queue,
-		Holds:      holds,
-		Ready:      map[string]handlers.Pinger{"postgres": db, "redis": rdb},
-		Metrics:    registry,
-		Stopping:   stopping,
-		Venues:     &store.Venues{DB: db},
+		Logger:      logger,
+		Sessions:    sessions,
+		Accounts:    &store.Accounts{DB: db},
+		Events:      events,
+		LiveEvents:  &store.EventCache{Events: events},
+		Queue:       queue,
+		Holds:       holds,
+		Ready:       map[string]handlers.Pinger{"postgres": db, "redis": rdb},
+		Unreachable: store.Unreachable,
+		Metrics:     registry,
+		Stopping:    stopping,
+		Venues:      &store.Venues{DB: db},
 
 		AdmissionTick: cfg.AdmissionTick,
 
