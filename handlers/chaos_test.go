@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
@@ -390,16 +389,7 @@ func (s *redisChaos) labels(t *testing.T, query string, args ...any) []string {
 func all(t *testing.T, n int, fn func(i int) error) {
 	t.Helper()
 	errs := make([]error, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			errs[i] = fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) { errs[i] = fn(i) })
 	for _, err := range errs {
 		if err != nil {
 			t.Error(err)

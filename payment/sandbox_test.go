@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -460,16 +459,7 @@ func TestSandbox_Cancel(t *testing.T) {
 // concurrently runs fn(i) for i in [0, n) at once and returns the answers.
 func concurrently(n int, fn func(i int) apiAnswer) []apiAnswer {
 	out := make([]apiAnswer, n)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			out[i] = fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
+	storetest.AtOnce(n, func(i int) { out[i] = fn(i) })
 	return out
 }
 

@@ -102,7 +102,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 			}()
 			waitForLockWait(t, env)
 			delay := rivalDelays[round/2%len(rivalDelays)]
-			race(rivals+1, func(i int) {
+			storetest.AtOnce(rivals+1, func(i int) {
 				if i == rivals {
 					release()
 					return

@@ -12,6 +12,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
 // Each of the sandbox's scenarios, paid and redirected back: how the order,
@@ -111,7 +112,7 @@ func TestOrders_Confirm_RedirectAndWebhookRace(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.Labels[round])
 		key, amount := env.pay(t, o, payment.ScenarioDefault)
 		results := make([]*boxoffice.Confirmation, 2)
-		race(2, func(i int) {
+		storetest.AtOnce(2, func(i int) {
 			var err error
 			if i == 0 {
 				results[i], err = env.redirect(o.ID, key, amount)
@@ -150,7 +151,7 @@ func TestOrders_Confirm_Storm(t *testing.T) {
 		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
 		var mu sync.Mutex
 		tickets := map[string]int{}
-		race(200, func(i int) {
+		storetest.AtOnce(200, func(i int) {
 			var c *boxoffice.Confirmation
 			var err error
 			if i%2 == 0 {
@@ -190,7 +191,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 			}
 			statuses := make([]int, 10)
 			at := time.Now()
-			race(len(statuses), func(i int) { statuses[i] = env.postWebhook(t, p, at) })
+			storetest.AtOnce(len(statuses), func(i int) { statuses[i] = env.postWebhook(t, p, at) })
 			for i, st := range statuses {
 				if st != http.StatusOK {
 					t.Errorf("webhook %d answered %d, want 200", i, st)
@@ -207,7 +208,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		race(2, func(i int) {
+		storetest.AtOnce(2, func(i int) {
 			if st := env.postWebhook(t, p, time.Now().Add(time.Duration(i)*time.Minute)); st != http.StatusOK {
 				t.Errorf("webhook %d answered %d, want 200", i, st)
 			}
@@ -491,7 +492,7 @@ func TestOrders_Confirm_LateSeatRace(t *testing.T) {
 			env.expire(t)
 			payments = append(payments, paid{o, key, amount})
 		}
-		race(2*buyers, func(i int) { // each payment's redirect and webhook
+		storetest.AtOnce(2*buyers, func(i int) { // each payment's redirect and webhook
 			p := payments[i%buyers]
 			var err error
 			if i < buyers {
@@ -571,7 +572,7 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 			o := env.order(t, env.account(t), env.Event.Labels[1+round])
 			k1, a1 := env.pay(t, o, payment.ScenarioDefault)
 			k2, a2 := env.pay(t, o, payment.ScenarioDefault)
-			race(4, func(i int) {
+			storetest.AtOnce(4, func(i int) {
 				key, amount := k1, a1
 				if i%2 == 1 {
 					key, amount = k2, a2
@@ -621,7 +622,7 @@ func TestOrders_Confirm_LimitAtDatabase(t *testing.T) {
 		second := env.order(t, acct, seats[3:]...)
 		k1, a1 := env.pay(t, first, payment.ScenarioDefault)
 		k2, a2 := env.pay(t, second, payment.ScenarioDefault)
-		race(2, func(i int) {
+		storetest.AtOnce(2, func(i int) {
 			var err error
 			if i == 0 {
 				_, err = env.redirect(first.ID, k1, a1)

@@ -96,7 +96,7 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 		}
 		all := append(slices.Clone(sold), free...)
 		var granted, other sync.Map
-		race(len(all)+20, func(i int) {
+		storetest.AtOnce(len(all)+20, func(i int) {
 			h := instances[i%len(instances)]
 			if i >= len(all) {
 				if _, err := h.SeatStatuses(ctx, ev.ID, buyer); !store.Unreachable(err) {
@@ -176,7 +176,7 @@ func raceStale(t *testing.T, env holdsEnv, instances []*store.Holds, eventID int
 
 	var mu sync.Mutex
 	winners := map[string][]int64{}
-	race(len(tries)+maps, func(i int) {
+	storetest.AtOnce(len(tries)+maps, func(i int) {
 		h := instances[i%len(instances)]
 		if i >= len(tries) {
 			st, err := h.SeatStatuses(ctx, eventID, buyer)

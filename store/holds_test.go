@@ -107,20 +107,6 @@ func wantError(tb testing.TB, err error, code string) *boxoffice.Error {
 	return e
 }
 
-// race starts n goroutines that run fn(i) at the same moment and waits for them.
-func race(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			fn(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-}
-
 func acctID(a int64) string { return fmt.Sprint(a) }
 
 func TestHolds_Hold(t *testing.T) {
@@ -257,7 +243,7 @@ func TestHolds_Hold_OneSeat(t *testing.T) {
 		var winners atomic.Int64
 		var winner atomic.Int64
 		errs := make(chan error, fans)
-		race(fans, func(i int) {
+		storetest.AtOnce(fans, func(i int) {
 			acct := int64(r*fans + i + 1)
 			_, err := env.hold(ev.ID, acct, holdTTL, seat)
 			if err == nil {
@@ -291,7 +277,7 @@ func TestHolds_Hold_Overlapping(t *testing.T) {
 		a1, a2, a3 := ev.Labels[3*r], ev.Labels[3*r+1], ev.Labels[3*r+2]
 		var mu sync.Mutex
 		var won []int
-		race(fans, func(i int) {
+		storetest.AtOnce(fans, func(i int) {
 			seats := []string{a1, a2}
 			if i%2 == 1 {
 				seats = []string{a2, a3}
@@ -347,7 +333,7 @@ func TestHolds_Hold_Limit(t *testing.T) {
 				forgetRedis(t, env.R) // bought comes back from PostgreSQL
 			}
 			var granted atomic.Int64
-			race(6, func(i int) {
+			storetest.AtOnce(6, func(i int) {
 				_, err := env.hold(ev.ID, acct, holdTTL, seats[3+i])
 				if err == nil {
 					granted.Add(1)
@@ -374,7 +360,7 @@ func TestHolds_Hold_Limit(t *testing.T) {
 		for r := range rounds {
 			acct := int64(r + 1)
 			var granted atomic.Int64
-			race(tabs, func(i int) {
+			storetest.AtOnce(tabs, func(i int) {
 				if _, err := env.hold(ev.ID, acct, holdTTL, ev.Labels[r*tabs+i]); err == nil {
 					granted.Add(1)
 				} else if boxoffice.ErrorCode(err) != boxoffice.ELIMITEXCEEDED {
@@ -466,7 +452,7 @@ func TestHolds_Hold_ExpiryRace(t *testing.T) {
 		first := env.mustHold(t, ev.ID, 1, time.Second, seat)
 		var winners atomic.Int64
 		var won atomic.Pointer[boxoffice.HoldResult]
-		race(fans, func(i int) {
+		storetest.AtOnce(fans, func(i int) {
 			for winners.Load() == 0 {
 				res, err := env.hold(ev.ID, int64(1000*(r+1)+i), holdTTL, seat)
 				if err == nil {
@@ -518,7 +504,7 @@ func TestHolds_Hold_Sold(t *testing.T) {
 	for r := range 10 {
 		forgetRedis(t, env.R)
 		var granted atomic.Int64
-		race(300, func(i int) {
+		storetest.AtOnce(300, func(i int) {
 			req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: int64(i + 1), Limit: limit, TTL: holdTTL}
 			seat := []string{ev.R[0], ev.S[0]}[i%2]
 			_, err := instances[i%3].Hold(ctx, req, []string{seat})
@@ -553,7 +539,7 @@ func TestHolds_Hold_SaleDuringLoad(t *testing.T) {
 	for r := range rounds {
 		forgetRedis(t, env.R)
 		seat := ev.Labels[r]
-		race(2, func(i int) {
+		storetest.AtOnce(2, func(i int) {
 			if i == 0 {
 				env.statuses(t, ev.ID, 1)
 				return
@@ -685,7 +671,7 @@ func TestHolds_Release(t *testing.T) {
 	t.Run("ErrNotFoundOtherAccount", func(t *testing.T) {
 		res := env.mustHold(t, ev.ID, 3, holdTTL, ev.S[0])
 		key := env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.S[0])
-		race(200, func(i int) {
+		storetest.AtOnce(200, func(i int) {
 			err := env.H.Release(ctx, ev.ID, int64(100+i), ev.S[0])
 			if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 				t.Errorf("account %d releasing account 3's seat: got %v, want not_found", 100+i, err)
@@ -896,14 +882,14 @@ func TestHolds_SeatStatuses_Shared(t *testing.T) {
 
 	hook := &countHook{}
 	env.R.Client.AddHook(hook)
-	race(200, func(i int) { statuses(int64(100 + i)) })
+	storetest.AtOnce(200, func(i int) { statuses(int64(100 + i)) })
 	if s, p, big := hook.single.Load(), hook.pipelines.Load(), hook.big.Load(); s != 0 || p != 200 || big != 0 {
 		t.Errorf("200 refreshes with a fresh shared read: %d commands, %d pipelines, %d reading the event; want 0, 200, 0", s, p, big)
 	}
 
 	clock.Add(1)
 	hook.pipelines.Store(0)
-	race(200, func(i int) { statuses(int64(100 + i)) })
+	storetest.AtOnce(200, func(i int) { statuses(int64(100 + i)) })
 	if p, big := hook.pipelines.Load(), hook.big.Load(); p != 200 || big != 1 {
 		t.Errorf("200 refreshes with an old shared read: %d pipelines, %d reading the event; want 200, 1", p, big)
 	}
@@ -984,7 +970,7 @@ func TestHolds_ExtendHolds(t *testing.T) {
 
 	t.Run("Concurrent", func(t *testing.T) {
 		env.mustHold(t, ev.ID, 3, 2*time.Second, ev.S[5])
-		race(200, func(i int) {
+		storetest.AtOnce(200, func(i int) {
 			acct := int64(3)
 			if i%2 == 1 {
 				acct = int64(100 + i)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
 var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
@@ -74,7 +75,7 @@ func TestOrders_CreateOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			ids := make([]string, 50)
-			race(len(ids), func(i int) {
+			storetest.AtOnce(len(ids), func(i int) {
 				o, err := env.Orders.CreateOrder(ctx, ev.ID, acct)
 				if err != nil {
 					t.Errorf("CreateOrder: %v", err)
@@ -136,7 +137,7 @@ func TestOrders_ExpireOrders(t *testing.T) {
 
 	// Concurrent workers (several instances) expire each order once.
 	var expired atomic.Int64
-	race(8, func(int) {
+	storetest.AtOnce(8, func(int) {
 		n, err := env.Orders.ExpireOrders(ctx)
 		if err != nil {
 			t.Errorf("ExpireOrders: %v", err)
@@ -181,7 +182,7 @@ func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.Labels[round])
 		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
 		env.Clock.advance(o.ExpiresAt.Sub(env.Clock.now()))
-		race(2, func(i int) {
+		storetest.AtOnce(2, func(i int) {
 			if i == 0 {
 				if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 					t.Errorf("ExpireOrders: %v", err)

@@ -53,7 +53,7 @@ func TestOutboxRelay_InOrder(t *testing.T) {
 	const total = 300
 	insertOutbox(t, db, total/2)
 	var published atomic.Int64
-	race(len(relays)+1, func(i int) {
+	storetest.AtOnce(len(relays)+1, func(i int) {
 		if i == len(relays) {
 			insertOutbox(t, db, total/2) // a second burst while the relays run
 			return

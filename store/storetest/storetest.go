@@ -44,6 +44,22 @@ func RedisURL() string {
 	return DefaultRedisURL
 }
 
+// AtOnce runs fn(0) to fn(n-1) in n goroutines released at the same moment,
+// so that they race as hard as the machine allows, and returns when all
+// have returned. Callers collect results into slices indexed by i.
+func AtOnce(n int, fn func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
 // ChaosLong reports whether the long versions of the chaos tests are asked
 // for (BOXOFFICE_CHAOS=long, as `make chaos` sets): more fans, more rounds.
 func ChaosLong() bool { return os.Getenv("BOXOFFICE_CHAOS") == "long" }
