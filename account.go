@@ -24,10 +24,14 @@ const (
 
 // Account is a person who buys tickets (RoleFan) or runs sales (RoleAdmin).
 type Account struct {
-	ID        int64
-	Email     string
-	Name      string
-	Role      string
+	ID    int64
+	Email string
+	Name  string
+	Role  string
+	// Lang is the language the account chose with the language switch (a
+	// base tag such as "ko"), "" until it chooses; log-in puts it in the
+	// language cookie.
+	Lang      string
 	CreatedAt time.Time
 }
 
@@ -41,6 +45,7 @@ type Signup struct {
 	Password string
 	Name     string
 	Role     string
+	Lang     string // the language the visitor signed up in, "" for none
 }
 
 // Normalize trims the e-mail and name and lower-cases the e-mail, so that one
@@ -57,31 +62,31 @@ func (s *Signup) Normalize() {
 // malformed e-mail, short or overlong password, empty or overlong name), or nil.
 // Call Normalize first.
 func (s *Signup) Validate() error {
-	f := map[string]string{}
+	f := map[string]Msg{}
 	switch {
 	case s.Email == "":
-		f["email"] = "Enter your e-mail address."
+		f["email"] = M("val_email_empty")
 	case utf8.RuneCountInString(s.Email) > MaxEmailLen:
-		f["email"] = "That e-mail address is too long."
+		f["email"] = M("val_email_long")
 	default:
 		if a, err := mail.ParseAddress(s.Email); err != nil || a.Address != s.Email || !strings.Contains(s.Email, "@") {
-			f["email"] = "That does not look like an e-mail address."
+			f["email"] = M("val_email_malformed")
 		}
 	}
 	switch {
 	case utf8.RuneCountInString(s.Password) < MinPasswordLen:
-		f["password"] = "Use at least 8 characters for your password."
+		f["password"] = M("val_password_short", "Min", MinPasswordLen)
 	case len(s.Password) > MaxPasswordLen:
-		f["password"] = "Your password is too long: use at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."
+		f["password"] = M("val_password_long", "Max", MaxPasswordLen)
 	}
 	switch n := utf8.RuneCountInString(s.Name); {
 	case n == 0:
-		f["name"] = "Enter your name."
+		f["name"] = M("val_name_empty")
 	case n > MaxNameLen:
-		f["name"] = "Use at most 100 characters for your name."
+		f["name"] = M("val_name_long", "Max", MaxNameLen)
 	}
 	if s.Role != RoleFan && s.Role != RoleAdmin {
-		f["role"] = "Unknown role."
+		f["role"] = M("val_role_unknown")
 	}
 	return Invalid(f)
 }
@@ -92,12 +97,12 @@ func (s *Signup) Validate() error {
 // refuses them before any look-up, so a script cannot make the server hash or
 // store (as a rate-limit key) a long string.
 func ValidateLogin(email, password string) error {
-	f := map[string]string{}
+	f := map[string]Msg{}
 	if utf8.RuneCountInString(strings.TrimSpace(email)) > MaxEmailLen {
-		f["email"] = "That e-mail address is too long."
+		f["email"] = M("val_email_long")
 	}
 	if len(password) > MaxPasswordLen {
-		f["password"] = "That password is too long: passwords have at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."
+		f["password"] = M("val_login_password_long", "Max", MaxPasswordLen)
 	}
 	return Invalid(f)
 }
@@ -114,4 +119,7 @@ type AccountService interface {
 	Authenticate(ctx context.Context, email, password string) (*Account, error)
 	// FindAccountByID returns the account. Errors: ENOTFOUND.
 	FindAccountByID(ctx context.Context, id int64) (*Account, error)
+	// SetAccountLang stores the language the account chose (a base tag
+	// such as "ko"). Errors: ENOTFOUND.
+	SetAccountLang(ctx context.Context, id int64, lang string) error
 }

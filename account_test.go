@@ -41,7 +41,7 @@ func TestSignup_Validate(t *testing.T) {
 				t.Errorf("fields = %v, want exactly %v", e.Fields, tt.fields)
 			}
 			for _, f := range tt.fields {
-				if e.Fields[f] == "" {
+				if e.Fields[f].ID == "" {
 					t.Errorf("fields = %v, want a reason for %q", e.Fields, f)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"syscall"
+	"time"
 	"unicode/utf8"
 )
 
@@ -37,25 +38,69 @@ const (
 	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
 )
 
+// MsgID names a sentence for people in the message catalogs of package
+// views (views/locales/*.toml), where every language has its own wording.
+// Ids are snake_case ASCII; every id used in the code is a constant, so
+// that a test can list them (views/catalog_test.go).
+type MsgID string
+
+// Msg is a sentence for people, not yet in any language: the id of its
+// message in the catalogs and the arguments its template reads, by name
+// (for example {"Limit": 5}). An argument that is itself a Msg is put into
+// the same language first. The argument "Count" also picks the plural form.
+type Msg struct {
+	ID   MsgID
+	Args map[string]any
+}
+
+// M returns the Msg id with args given as name, value pairs:
+// M("hold_limit", "Limit", 5).
+func M(id MsgID, args ...any) Msg {
+	m := Msg{ID: id}
+	if len(args) > 1 {
+		m.Args = make(map[string]any, len(args)/2)
+		for i := 0; i+1 < len(args); i += 2 {
+			name, _ := args[i].(string)
+			m.Args[name] = args[i+1]
+		}
+	}
+	return m
+}
+
+// At is an instant as a Msg argument: views shows it in Zone (an IANA
+// name), in the form of the message's language.
+type At struct {
+	Time time.Time
+	Zone string
+}
+
 // Error is the error every package returns for failures a person may see.
-// Message is written for people; Fields names each invalid input with its
-// reason (all reasons at once); Details carries extra JSON members of the error
-// body (for example "seats" for seat_taken).
+// It carries no text for people: Code is the contract's code (the same in
+// every language); Msg says why, as a message of the catalogs that views
+// puts into the request's language (zero: the code's own sentence); Fields
+// names each invalid input with its reason (all reasons at once); Details
+// carries extra JSON members of the error body (for example "seats" for
+// seat_taken), where a Msg or []Msg member is put into words as well.
 type Error struct {
 	Code    string
-	Message string
-	Fields  map[string]string
+	Msg     Msg
+	Fields  map[string]Msg
 	Details map[string]any
 }
 
-// Error implements the error interface.
+// Error implements the error interface with developer text for logs: the
+// code, the message id and its arguments.
 func (e *Error) Error() string {
-	return fmt.Sprintf("boxoffice error: code=%s message=%s", e.Code, e.Message)
+	if e.Msg.ID == "" {
+		return "boxoffice error: code=" + e.Code
+	}
+	return fmt.Sprintf("boxoffice error: code=%s msg=%s%v", e.Code, e.Msg.ID, e.Msg.Args)
 }
 
-// Errorf returns an *Error with the given code and a formatted message.
-func Errorf(code, format string, args ...any) *Error {
-	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+// NewError returns an *Error with the given code and the message id with
+// args as name, value pairs (see M).
+func NewError(code string, id MsgID, args ...any) *Error {
+	return &Error{Code: code, Msg: M(id, args...)}
 }
 
 // ErrorCode returns the code of the first *Error in err's chain, "" for nil,
@@ -70,16 +115,16 @@ func ErrorCode(err error) string {
 	return EINTERNAL
 }
 
-// ErrorMessage returns the people-facing message of the first *Error in err's
-// chain; any other error gets a generic sentence so that internals never leak.
-func ErrorMessage(err error) string {
+// ErrorMsg returns what the first *Error in err's chain says to people;
+// any other error, and an *Error without a Msg, says nothing of its own
+// (the zero Msg: views then uses the code's sentence), so that internals
+// never leak.
+func ErrorMsg(err error) Msg {
 	var e *Error
-	if err == nil {
-		return ""
-	} else if errors.As(err, &e) {
-		return e.Message
+	if errors.As(err, &e) {
+		return e.Msg
 	}
-	return "Something went wrong on our side. Please try again."
+	return Msg{}
 }
 
 // Unreachable reports whether err says that PostgreSQL or Redis could not be
@@ -117,9 +162,9 @@ const MaxQuoted = 40
 
 // Invalid returns an EINVALID error listing every field's reason, or nil when
 // fields is empty, so that validators can collect all reasons and return once.
-func Invalid(fields map[string]string) error {
+func Invalid(fields map[string]Msg) error {
 	if len(fields) == 0 {
 		return nil
 	}
-	return &Error{Code: EINVALID, Message: "Please correct the marked fields.", Fields: fields}
+	return &Error{Code: EINVALID, Msg: M("err_invalid_fields"), Fields: fields}
 }

@@ -7,6 +7,7 @@ type contextKey int
 const (
 	accountContextKey contextKey = iota + 1
 	sessionKeyContextKey
+	langContextKey
 )
 
 // NewContextWithAccount returns a copy of ctx carrying the logged-in account.
@@ -31,4 +32,18 @@ func NewContextWithSessionKey(ctx context.Context, key string) context.Context {
 func SessionKeyFromContext(ctx context.Context) string {
 	k, _ := ctx.Value(sessionKeyContextKey).(string)
 	return k
+}
+
+// NewContextWithLang returns a copy of ctx carrying the language the
+// request is answered in, a base language tag such as "ko" or "en" (chosen
+// by the handlers' language middleware).
+func NewContextWithLang(ctx context.Context, lang string) context.Context {
+	return context.WithValue(ctx, langContextKey, lang)
+}
+
+// LangFromContext returns the request's language, or "" outside a request
+// (views then speaks its default language).
+func LangFromContext(ctx context.Context) string {
+	l, _ := ctx.Value(langContextKey).(string)
+	return l
 }

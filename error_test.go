@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -14,23 +15,29 @@ import (
 func errorsAs(err error, target **boxoffice.Error) bool { return errors.As(err, target) }
 
 func TestErrorCode(t *testing.T) {
-	wrapped := fmt.Errorf("hold: %w", boxoffice.Errorf(boxoffice.ESEATTAKEN, "taken"))
+	wrapped := fmt.Errorf("hold: %w", boxoffice.NewError(boxoffice.ESEATTAKEN, "hold_limit", "Limit", 5))
 	tests := []struct {
 		err  error
 		code string
-		msg  string
+		msg  boxoffice.MsgID
 	}{
 		{nil, "", ""},
-		{wrapped, boxoffice.ESEATTAKEN, "taken"},
-		{errors.New("dial tcp: refused"), boxoffice.EINTERNAL, "Something went wrong on our side. Please try again."},
+		{wrapped, boxoffice.ESEATTAKEN, "hold_limit"},
+		{errors.New("dial tcp: refused"), boxoffice.EINTERNAL, ""},
 	}
 	for _, tt := range tests {
 		if got := boxoffice.ErrorCode(tt.err); got != tt.code {
 			t.Errorf("ErrorCode(%v) = %q, want %q", tt.err, got, tt.code)
 		}
-		if got := boxoffice.ErrorMessage(tt.err); got != tt.msg {
-			t.Errorf("ErrorMessage(%v) = %q, want %q", tt.err, got, tt.msg)
+		if got := boxoffice.ErrorMsg(tt.err); got.ID != tt.msg {
+			t.Errorf("ErrorMsg(%v) = %v, want %q", tt.err, got, tt.msg)
 		}
+	}
+	if got := boxoffice.ErrorMsg(wrapped).Args["Limit"]; got != 5 {
+		t.Errorf("the message's Limit = %v, want 5", got)
+	}
+	if s := wrapped.Error(); !strings.Contains(s, "seat_taken") || !strings.Contains(s, "hold_limit") {
+		t.Errorf("Error() = %q, want the code and the message id for the log", s)
 	}
 	if boxoffice.Invalid(nil) != nil {
 		t.Error("Invalid(nil) is not nil")
@@ -57,7 +64,7 @@ func TestUnreachable(t *testing.T) {
 		{fmt.Errorf("query: %w", sqlStateError("57P01")), true}, // admin_shutdown
 		{fmt.Errorf("query: %w", sqlStateError("23505")), false},
 		{errors.New("dial tcp: refused"), false}, // words are not behaviour
-		{boxoffice.Errorf(boxoffice.ESEATTAKEN, "taken"), false},
+		{boxoffice.NewError(boxoffice.ESEATTAKEN, "hold_taken"), false},
 	}
 	for _, tt := range tests {
 		if got := boxoffice.Unreachable(tt.err); got != tt.want {

@@ -3,10 +3,10 @@ package boxoffice
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/text/currency"
 )
@@ -49,8 +49,8 @@ type Event struct {
 	ID            int64
 	VenueID       int64
 	VenueName     string
-	Title         string
-	Description   string
+	Title         Text // per language; at least one
+	Description   Text // per language; may be empty
 	TimeZone      string
 	StartsAt      time.Time
 	QueueOpensAt  time.Time
@@ -73,7 +73,7 @@ type Event struct {
 // filled by queries that count them (SeatsLeft = total minus sold).
 type Grade struct {
 	Code       string
-	Name       string
+	Name       Text // per language, such as {"ko": "R석", "en": "R seat"}
 	Price      int64
 	Color      string // CSS colour, "#rrggbb"
 	SeatsTotal int
@@ -108,13 +108,13 @@ func (e *Event) Grade(code string) *Grade {
 // edit form (grades without their seat counts).
 func (e *Event) Input() EventInput {
 	in := EventInput{
-		VenueID: e.VenueID, Title: e.Title, Description: e.Description, TimeZone: e.TimeZone,
+		VenueID: e.VenueID, Title: maps.Clone(e.Title), Description: maps.Clone(e.Description), TimeZone: e.TimeZone,
 		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt,
 		Currency: e.Currency, MaxPerAccount: e.MaxPerAccount, HoldTTL: e.HoldTTL, TokenTTL: e.TokenTTL,
 		AdmissionRate: e.AdmissionRate, MaxAdmitted: e.MaxAdmitted,
 	}
 	for _, g := range e.Grades {
-		in.Grades = append(in.Grades, Grade{Code: g.Code, Name: g.Name, Price: g.Price, Color: g.Color})
+		in.Grades = append(in.Grades, Grade{Code: g.Code, Name: maps.Clone(g.Name), Price: g.Price, Color: g.Color})
 	}
 	return in
 }
@@ -125,8 +125,8 @@ func (e *Event) Input() EventInput {
 // ignored. Every field must be set: NewEventInput fills in the defaults.
 type EventInput struct {
 	VenueID       int64
-	Title         string
-	Description   string
+	Title         Text   // per language; at least one
+	Description   Text   // per language; may be empty
 	TimeZone      string // IANA name, such as "Asia/Seoul"
 	StartsAt      time.Time
 	QueueOpensAt  time.Time
@@ -149,21 +149,21 @@ func NewEventInput() EventInput {
 	}
 }
 
-// Normalize trims the text fields, upper-cases the currency, and gives a
-// grade without a name its code as name and one without a colour
-// DefaultGradeColor.
+// Normalize trims the text fields (dropping empty languages), upper-cases
+// the currency, and gives a grade without a name its code as name and one
+// without a colour DefaultGradeColor.
 func (in *EventInput) Normalize() {
-	in.Title = strings.TrimSpace(in.Title)
-	in.Description = strings.TrimSpace(in.Description)
+	in.Title = in.Title.Trim()
+	in.Description = in.Description.Trim()
 	in.TimeZone = strings.TrimSpace(in.TimeZone)
 	in.Currency = strings.ToUpper(strings.TrimSpace(in.Currency))
 	for i := range in.Grades {
 		g := &in.Grades[i]
 		g.Code = strings.TrimSpace(g.Code)
-		g.Name = strings.TrimSpace(g.Name)
+		g.Name = g.Name.Trim()
 		g.Color = strings.TrimSpace(g.Color)
-		if g.Name == "" {
-			g.Name = g.Code
+		if g.Name.Empty() && g.Code != "" {
+			g.Name = Text{"": g.Code}
 		}
 		if g.Color == "" {
 			g.Color = DefaultGradeColor
@@ -191,83 +191,83 @@ var (
 // the venue's seats: the store adds "grades" when a seat's grade is missing.
 // Call Normalize first.
 func (in *EventInput) Validate() error {
-	f := map[string]string{}
+	f := map[string]Msg{}
 	if in.VenueID <= 0 {
-		f["venue_id"] = "Choose a venue."
+		f["venue_id"] = M("val_venue_choose")
 	}
-	switch n := utf8.RuneCountInString(in.Title); {
-	case n == 0:
-		f["title"] = "Enter a title."
-	case n > MaxTitleLen:
-		f["title"] = fmt.Sprintf("Use at most %d characters for the title.", MaxTitleLen)
+	switch {
+	case in.Title.Empty():
+		f["title"] = M("val_title_empty")
+	case len(in.Title.longer(MaxTitleLen)) > 0:
+		f["title"] = M("val_title_long", "Max", MaxTitleLen)
 	}
-	if utf8.RuneCountInString(in.Description) > MaxDescriptionLen {
-		f["description"] = fmt.Sprintf("Use at most %d characters for the description.", MaxDescriptionLen)
+	if len(in.Description.longer(MaxDescriptionLen)) > 0 {
+		f["description"] = M("val_description_long", "Max", MaxDescriptionLen)
 	}
 	if _, err := LoadTimeZone(in.TimeZone); err != nil {
-		f["time_zone"] = ErrorMessage(err)
+		f["time_zone"] = ErrorMsg(err)
 	}
 	if in.StartsAt.IsZero() {
-		f["starts_at"] = "Enter when the event starts."
+		f["starts_at"] = M("val_starts_at_empty")
 	}
 	if in.QueueOpensAt.IsZero() {
-		f["queue_opens_at"] = "Enter when the queue opens."
+		f["queue_opens_at"] = M("val_queue_opens_at_empty")
 	}
 	if in.SaleEndsAt.IsZero() {
-		f["sale_ends_at"] = "Enter when the sale ends."
+		f["sale_ends_at"] = M("val_sale_ends_at_empty")
 	}
 	if !in.QueueOpensAt.IsZero() {
 		if !in.SaleEndsAt.IsZero() && !in.QueueOpensAt.Before(in.SaleEndsAt) {
-			f["sale_ends_at"] = "The sale must end after the queue opens."
+			f["sale_ends_at"] = M("val_sale_ends_before_queue")
 		}
 		if !in.StartsAt.IsZero() && in.StartsAt.Before(in.QueueOpensAt) {
-			f["starts_at"] = "The event cannot start before the queue opens."
+			f["starts_at"] = M("val_starts_before_queue")
 		}
 	}
 	if _, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 {
-		f["currency"] = "Use an ISO 4217 currency code such as KRW."
+		f["currency"] = M("val_currency")
 	}
 	if in.MaxPerAccount < 1 || in.MaxPerAccount > MaxPerAccountLimit {
-		f["max_per_account"] = fmt.Sprintf("Allow 1 to %d tickets per account.", MaxPerAccountLimit)
+		f["max_per_account"] = M("val_max_per_account", "Max", MaxPerAccountLimit)
 	}
 	if in.HoldTTL < time.Second || in.HoldTTL > MaxHoldTTL || in.HoldTTL%time.Second != 0 {
-		f["hold_ttl"] = fmt.Sprintf("Hold seats for 1 to %d whole seconds.", int(MaxHoldTTL/time.Second))
+		f["hold_ttl"] = M("val_hold_ttl", "Max", int(MaxHoldTTL/time.Second))
 	}
 	if in.TokenTTL < time.Second || in.TokenTTL > MaxTokenTTL || in.TokenTTL%time.Second != 0 {
-		f["token_ttl"] = fmt.Sprintf("Let entry tokens last 1 to %d whole seconds.", int(MaxTokenTTL/time.Second))
+		f["token_ttl"] = M("val_token_ttl", "Max", int(MaxTokenTTL/time.Second))
 	} else if _, bad := f["hold_ttl"]; !bad && in.TokenTTL < in.HoldTTL {
-		f["token_ttl"] = fmt.Sprintf("Let entry tokens last at least as long as a hold (%d seconds), or fans lose their seats before they can check out.", int(in.HoldTTL/time.Second))
+		f["token_ttl"] = M("val_token_ttl_below_hold", "Hold", int(in.HoldTTL/time.Second))
 	}
 	if in.AdmissionRate < 1 || in.AdmissionRate > MaxAdmissionRate {
-		f["admission_rate"] = fmt.Sprintf("Admit 1 to %d fans per second.", MaxAdmissionRate)
+		f["admission_rate"] = M("val_admission_rate", "Max", MaxAdmissionRate)
 	}
 	if in.MaxAdmitted < 0 {
-		f["max_admitted"] = "Use 0 for no cap, or a positive number."
+		f["max_admitted"] = M("val_max_admitted")
 	}
 	switch {
 	case len(in.Grades) == 0:
-		f["grades"] = "Add at least one grade."
+		f["grades"] = M("val_grades_none")
 	case len(in.Grades) > MaxGrades:
-		f["grades"] = fmt.Sprintf("Use at most %d grades.", MaxGrades)
+		f["grades"] = M("val_grades_many", "Max", MaxGrades)
 	}
 	seen := map[string]bool{}
 	for i, g := range in.Grades {
 		key := fmt.Sprintf("grades[%d].", i)
 		switch {
 		case !ValidGradeCode(g.Code):
-			f[key+"code"] = "Use 1 to 8 letters or digits for the grade code."
+			f[key+"code"] = M("val_grade_code")
 		case seen[g.Code]:
-			f[key+"code"] = "Another grade has this code."
+			f[key+"code"] = M("val_grade_code_taken")
 		}
 		seen[g.Code] = true
-		if n := utf8.RuneCountInString(g.Name); n == 0 || n > MaxGradeNameLen {
-			f[key+"name"] = fmt.Sprintf("Use 1 to %d characters for the grade name.", MaxGradeNameLen)
+		if g.Name.Empty() || len(g.Name.longer(MaxGradeNameLen)) > 0 {
+			f[key+"name"] = M("val_grade_name", "Max", MaxGradeNameLen)
 		}
 		if g.Price < 1 || g.Price > MaxPrice {
-			f[key+"price"] = "Enter a price above zero."
+			f[key+"price"] = M("val_grade_price")
 		}
 		if !colorRE.MatchString(g.Color) {
-			f[key+"color"] = "Use a colour such as #c0392b."
+			f[key+"color"] = M("val_grade_color")
 		}
 	}
 	return Invalid(f)

@@ -53,19 +53,19 @@ func validInput(t *testing.T) boxoffice.EventInput {
 	t.Helper()
 	in := boxoffice.NewEventInput()
 	in.VenueID = 1
-	in.Title = " Winter Gala "
+	in.Title = boxoffice.Text{"en": " Winter Gala ", "ko": "  "}
 	in.QueueOpensAt = mustUTC(t, "2026-12-01T11:00:00Z")
 	in.SaleEndsAt = in.QueueOpensAt.Add(24 * time.Hour)
 	in.StartsAt = in.SaleEndsAt
 	in.Currency = "krw"
-	in.Grades = []boxoffice.Grade{{Code: "R", Price: 150000, Color: "#c0392b"}, {Code: "S", Name: "S seat", Price: 120000}}
+	in.Grades = []boxoffice.Grade{{Code: "R", Price: 150000, Color: "#c0392b"}, {Code: "S", Name: boxoffice.Text{"en": "S seat"}, Price: 120000}}
 	return in
 }
 
 func TestEventInput_Normalize(t *testing.T) {
 	in := validInput(t)
 	in.Normalize()
-	if in.Title != "Winter Gala" || in.Currency != "KRW" || in.Grades[0].Name != "R" || in.Grades[1].Color != boxoffice.DefaultGradeColor {
+	if !maps.Equal(in.Title, boxoffice.Text{"en": "Winter Gala"}) || in.Currency != "KRW" || in.Grades[0].Name.In("ko") != "R" || in.Grades[1].Color != boxoffice.DefaultGradeColor {
 		t.Fatalf("Normalize() = %+v, want a trimmed title, KRW, grade R named R and S with the default colour", in)
 	}
 	if in.TimeZone != "Asia/Seoul" || in.MaxPerAccount != 5 || in.HoldTTL != 300*time.Second || in.TokenTTL != 600*time.Second || in.AdmissionRate != 100 {
@@ -84,8 +84,10 @@ func TestEventInput_Validate(t *testing.T) {
 		{"Empty", func(in *boxoffice.EventInput) { *in = boxoffice.EventInput{} }, []string{
 			"venue_id", "title", "time_zone", "starts_at", "queue_opens_at", "sale_ends_at", "currency",
 			"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "grades"}},
-		{"TitleTooLong", func(in *boxoffice.EventInput) { in.Title = strings.Repeat("가", 201) }, []string{"title"}},
-		{"DescriptionTooLong", func(in *boxoffice.EventInput) { in.Description = strings.Repeat("d", 5001) }, []string{"description"}},
+		{"TitleTooLong", func(in *boxoffice.EventInput) {
+			in.Title = boxoffice.Text{"ko": strings.Repeat("가", 201), "en": "ok"}
+		}, []string{"title"}},
+		{"DescriptionTooLong", func(in *boxoffice.EventInput) { in.Description = boxoffice.Text{"en": strings.Repeat("d", 5001)} }, []string{"description"}},
 		{"UnknownZone", func(in *boxoffice.EventInput) { in.TimeZone = "Asia/Busan" }, []string{"time_zone"}},
 		{"QueueOpensAtSaleEnd", func(in *boxoffice.EventInput) { in.SaleEndsAt = in.QueueOpensAt }, []string{"sale_ends_at"}},
 		{"StartBeforeQueue", func(in *boxoffice.EventInput) { in.StartsAt = in.QueueOpensAt.Add(-time.Minute) }, []string{"starts_at"}},
@@ -100,15 +102,15 @@ func TestEventInput_Validate(t *testing.T) {
 		{"OKTokenAsLongAsHold", func(in *boxoffice.EventInput) { in.HoldTTL, in.TokenTTL = 300*time.Second, 300*time.Second }, nil},
 		{"Grades", func(in *boxoffice.EventInput) {
 			in.Grades = []boxoffice.Grade{
-				{Code: "R S", Name: "R", Price: 1, Color: "#000000"},
-				{Code: "A", Name: strings.Repeat("n", 61), Price: 0, Color: "red"},
-				{Code: "A", Name: "A", Price: -5, Color: "#000000"},
+				{Code: "R S", Name: boxoffice.Text{"en": "R"}, Price: 1, Color: "#000000"},
+				{Code: "A", Name: boxoffice.Text{"en": strings.Repeat("n", 61)}, Price: 0, Color: "red"},
+				{Code: "A", Name: boxoffice.Text{"en": "A"}, Price: -5, Color: "#000000"},
 			}
 		}, []string{"grades[0].code", "grades[1].name", "grades[1].price", "grades[1].color", "grades[2].code", "grades[2].price"}},
 		{"TooManyGrades", func(in *boxoffice.EventInput) {
 			in.Grades = nil
 			for i := range 21 {
-				in.Grades = append(in.Grades, boxoffice.Grade{Code: fmt.Sprintf("G%d", i), Name: "G", Price: 1, Color: "#000000"})
+				in.Grades = append(in.Grades, boxoffice.Grade{Code: fmt.Sprintf("G%d", i), Name: boxoffice.Text{"en": "G"}, Price: 1, Color: "#000000"})
 			}
 		}, []string{"grades"}},
 	}

@@ -14,11 +14,11 @@ const LocalTimeLayout = "2006-01-02T15:04"
 // Errors: EINVALID for an empty, unknown or process-dependent ("Local") name.
 func LoadTimeZone(zone string) (*time.Location, error) {
 	if zone == "" || zone == "Local" {
-		return nil, Errorf(EINVALID, "Choose a time zone such as Asia/Seoul.")
+		return nil, NewError(EINVALID, "val_time_zone_empty")
 	}
 	loc, err := time.LoadLocation(zone)
 	if err != nil {
-		return nil, Errorf(EINVALID, "Unknown time zone %q: use an IANA name such as Asia/Seoul.", ClipInput(zone, MaxQuoted))
+		return nil, NewError(EINVALID, "val_time_zone_unknown", "Zone", ClipInput(zone, MaxQuoted))
 	}
 	return loc, nil
 }
@@ -48,7 +48,7 @@ func ParseLocalTime(value, zone string) (time.Time, error) {
 		wall, err = time.Parse("2006-01-02T15:04:05", value)
 	}
 	if err != nil {
-		return time.Time{}, Errorf(EINVALID, "Enter a date and time such as 2026-03-29T19:30.")
+		return time.Time{}, NewError(EINVALID, "val_local_time")
 	}
 	return inZone(wall, loc), nil
 }

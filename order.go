@@ -103,7 +103,7 @@ const (
 type Order struct {
 	ID             string
 	EventID        int64
-	EventTitle     string
+	EventTitle     Text
 	TimeZone       string // the event's IANA zone, for showing times
 	AccountID      int64
 	Status         OrderStatus

@@ -41,17 +41,20 @@ const (
 var seatCSVHeader = []string{"section", "row", "number", "grade", "x", "y"}
 
 // ErrorProblems returns the list of problems of a seat-map error (the
-// Details["problems"] member of the first *Error in err's chain, one sentence
-// per problem such as `line 7: duplicate seat A-1-3 (also on line 5)`, at most
-// MaxSeatMapProblems of them and then "and N more problems"), or nil.
-func ErrorProblems(err error) []string {
+// Details["problems"] member of the first *Error in err's chain, one message
+// per problem such as "line 7: duplicate seat A-1-3 (also on line 5)", at
+// most MaxSeatMapProblems of them and then "and N more problems"), or nil.
+func ErrorProblems(err error) []Msg {
 	var e *Error
 	if errors.As(err, &e) {
-		p, _ := e.Details["problems"].([]string)
+		p, _ := e.Details["problems"].([]Msg)
 		return p
 	}
 	return nil
 }
+
+// atLine is where a problem of a CSV file is: its line, counted from 1.
+func atLine(line int) Msg { return M("seatmap_where_line", "Line", line) }
 
 // SeatMapOptions tunes the seat-map parsers. The zero value accepts any valid
 // grade code.
@@ -90,11 +93,11 @@ func (o SeatMapOptions) Parse(filename string, data []byte) ([]Seat, error) {
 	text := bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
 	switch {
 	case len(text) == 0:
-		p.add("the file is empty")
+		p.add(M("seatmap_file_empty"))
 	case text[0] == '{' || text[0] == '[' || strings.EqualFold(filepath.Ext(filename), ".json"):
 		return o.ParsePretix(data)
 	case !isText(text) || !bytes.ContainsRune(text, ','):
-		p.add("the file is neither CSV (section,row,number,grade[,x,y]) nor a pretix seating plan (JSON)")
+		p.add(M("seatmap_file_kind"))
 	default:
 		return o.parseCSV(data)
 	}
@@ -143,7 +146,7 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 	var p problems
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if !isText(data) {
-		p.add("the file is not a CSV text file")
+		p.add(M("seatmap_file_not_text"))
 		return nil, p.err()
 	}
 	allowed := gradeSet(o.Grades)
@@ -162,7 +165,7 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 		}
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			p.add("line %d: %v", pe.Line, pe.Err)
+			p.add(M("seatmap_problem", "Where", atLine(pe.Line), "Problem", csvProblem(pe.Err)))
 			continue
 		} else if err != nil {
 			return nil, fmt.Errorf("read seat map: %w", err)
@@ -175,7 +178,7 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 			if len(rec) == 4 || len(rec) == 6 {
 				width = len(rec)
 			} else {
-				p.add("line %d: the header has %d columns; want section,row,number,grade or section,row,number,grade,x,y", line, len(rec))
+				p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_header_columns", "Count", len(rec))))
 			}
 			continue
 		}
@@ -184,33 +187,36 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 		case width == 0 && (len(rec) == 4 || len(rec) == 6):
 			width = len(rec)
 		case width == 0:
-			p.add("line %d: has %s; want 4 (section,row,number,grade) or 6 (section,row,number,grade,x,y)", line, fields(len(rec)))
+			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_columns_first", "Count", len(rec))))
 			continue
 		case len(rec) != width:
-			p.add("line %d: has %s; want %d like the lines before", line, fields(len(rec)), width)
+			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_columns_mismatch", "Count", len(rec), "Want", width)))
 			continue
 		}
 		s := Seat{Section: rec[0], Row: rec[1], Number: rec[2], Grade: rec[3], HasXY: width == 6}
 		bad := false
-		report := func(field, problem string) { bad = true; p.add("line %d: %s %s", line, field, problem) }
+		report := func(field, problem Msg) {
+			bad = true
+			p.add(M("seatmap_field_problem", "Where", atLine(line), "Field", field, "Problem", problem))
+		}
 		checkSeat(s, allowed, report)
 		if width == 6 {
-			s.X = parseCoordinate(rec[4], func(problem string) { report("x", problem) })
-			s.Y = parseCoordinate(rec[5], func(problem string) { report("y", problem) })
+			s.X = parseCoordinate(rec[4], func(problem Msg) { report(M("seatmap_field_x"), problem) })
+			s.Y = parseCoordinate(rec[5], func(problem Msg) { report(M("seatmap_field_y"), problem) })
 		}
 		if bad {
 			continue
 		}
 		s.Label = SeatLabel(s.Section, s.Row, s.Number)
 		if at, dup := first[s.Label]; dup {
-			p.add("line %d: duplicate seat %s (also on line %d)", line, s.Label, at)
+			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_duplicate", "Label", s.Label, "First", atLine(at))))
 			continue
 		}
 		first[s.Label] = line
 		seats = append(seats, s)
 	}
 	if records == 0 && p.empty() {
-		p.add("the file has no seats")
+		p.add(M("seatmap_file_no_seats"))
 	}
 	p.tooMany(records)
 	if err := p.err(); err != nil {
@@ -222,11 +228,15 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 	return seats, nil
 }
 
-func fields(n int) string {
-	if n == 1 {
-		return "1 field"
+// csvProblem names a CSV syntax error of encoding/csv.
+func csvProblem(err error) Msg {
+	switch {
+	case errors.Is(err, csv.ErrBareQuote):
+		return M("seatmap_csv_bare_quote")
+	case errors.Is(err, csv.ErrQuote):
+		return M("seatmap_csv_quote")
 	}
-	return fmt.Sprintf("%d fields", n)
+	return M("seatmap_csv_malformed")
 }
 
 func isSeatCSVHeader(rec []string) bool {
@@ -263,16 +273,16 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 	var doc any
 	err := dec.Decode(&doc)
 	if err == nil && dec.More() {
-		err = errors.New("extra data after the plan")
+		err = errExtraJSON
 	}
 	if err != nil {
-		p.add("the file is not valid JSON: %s", jsonErrorText(data, err, dec.InputOffset()))
+		p.add(jsonProblem(data, err, dec.InputOffset()))
 		return nil, p.err()
 	}
 	w := jsonWalker{p: &p}
 	plan, ok := doc.(map[string]any)
 	if !ok {
-		p.add("the file is JSON but not a pretix seating plan (an object with categories and zones)")
+		p.add(M("seatmap_not_pretix"))
 		return nil, p.err()
 	}
 
@@ -291,7 +301,10 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 			continue
 		}
 		reported[name] = true
-		checkGrade(name, allowed, func(problem string) { p.add("%s.name: grade %s", path, problem); ok = false })
+		checkGrade(name, allowed, func(problem Msg) {
+			p.add(M("seatmap_field_problem", "Where", path+".name", "Field", M("seatmap_field_grade"), "Problem", problem))
+			ok = false
+		})
 		if ok {
 			known[name] = true
 		}
@@ -311,7 +324,10 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 		section, sectionOK := w.str(zone, "name", zpath+".name")
 		if sectionOK {
 			section = strings.TrimSpace(section)
-			checkSection(section, func(problem string) { p.add("%s.name: %s", zpath, problem); sectionOK = false })
+			checkSection(section, func(problem Msg) {
+				p.add(M("seatmap_problem", "Where", zpath+".name", "Problem", problem))
+				sectionOK = false
+			})
 		}
 		zx, zy, _ := w.position(zone, zpath, false)
 		for ri, r := range w.array(zone, "rows", zpath+".rows") {
@@ -323,7 +339,10 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 			rowNumber, rowOK := w.str(row, "row_number", rpath+".row_number")
 			if rowOK {
 				rowNumber = strings.TrimSpace(rowNumber)
-				checkSeatNumber(rowNumber, func(problem string) { p.add("%s.row_number: %s", rpath, problem); rowOK = false })
+				checkSeatNumber(rowNumber, func(problem Msg) {
+					p.add(M("seatmap_problem", "Where", rpath+".row_number", "Problem", problem))
+					rowOK = false
+				})
 			}
 			rx, ry, _ := w.position(row, rpath, false)
 			for si, st := range w.array(row, "seats", rpath+".seats") {
@@ -336,13 +355,16 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 				number, numberOK := w.str(seat, "seat_number", spath+".seat_number")
 				if numberOK {
 					number = strings.TrimSpace(number)
-					checkSeatNumber(number, func(problem string) { p.add("%s.seat_number: %s", spath, problem); numberOK = false })
+					checkSeatNumber(number, func(problem Msg) {
+						p.add(M("seatmap_problem", "Where", spath+".seat_number", "Problem", problem))
+						numberOK = false
+					})
 				}
 				category, categoryOK := w.str(seat, "category", spath+".category")
 				if categoryOK && !known[category] {
 					categoryOK = false
 					if _, listed := plan["categories"].([]any); listed && !reported[category] {
-						p.add("%s.category: unknown grade %q (not among the plan's categories)", spath, ClipInput(category, MaxQuoted))
+						p.add(M("seatmap_problem", "Where", spath+".category", "Problem", M("seatmap_category_unknown", "Value", ClipInput(category, MaxQuoted))))
 					}
 				}
 				sx, sy, posOK := w.position(seat, spath, true)
@@ -353,12 +375,13 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 					Label: SeatLabel(section, rowNumber, number), Section: section, Row: rowNumber, Number: number,
 					Grade: category, X: zx + rx + sx, Y: zy + ry + sy, HasXY: true,
 				}
-				if checkCoordinate(s.X) != "" || checkCoordinate(s.Y) != "" {
-					p.add("%s.position: the absolute position (%g, %g) is beyond ±%g", spath, s.X, s.Y, float64(MaxSeatCoordinate))
+				if checkCoordinate(s.X) != nil || checkCoordinate(s.Y) != nil {
+					p.add(M("seatmap_problem", "Where", spath+".position", "Problem",
+						M("seatmap_position_range", "X", s.X, "Y", s.Y, "Max", float64(MaxSeatCoordinate))))
 					continue
 				}
 				if at, dup := first[s.Label]; dup {
-					p.add("%s: duplicate seat %s (also at %s)", spath, s.Label, at)
+					p.add(M("seatmap_problem", "Where", spath, "Problem", M("seatmap_duplicate", "Label", s.Label, "First", at)))
 					continue
 				}
 				first[s.Label] = spath
@@ -367,7 +390,7 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 		}
 	}
 	if count == 0 && p.empty() {
-		p.add("the plan has no seats")
+		p.add(M("seatmap_plan_no_seats"))
 	}
 	p.tooMany(count)
 	if err := p.err(); err != nil {
@@ -376,18 +399,22 @@ func (o SeatMapOptions) ParsePretix(data []byte) ([]Seat, error) {
 	return seats, nil
 }
 
-// jsonErrorText describes a JSON decoding error with the line and column of
+// errExtraJSON is the decoding error of a file with data after the plan.
+var errExtraJSON = errors.New("extra data after the plan")
+
+// jsonProblem describes a JSON decoding error with the line and column of
 // the byte it happened at; end is where decoding stopped.
-func jsonErrorText(data []byte, err error, end int64) string {
+func jsonProblem(data []byte, err error, end int64) Msg {
 	at := end // 0-based index of the offending byte
 	var se *json.SyntaxError
-	msg := strings.TrimPrefix(err.Error(), "json: ")
+	id := MsgID("seatmap_json_invalid")
 	switch {
 	case errors.As(err, &se):
 		at = se.Offset - 1 // Offset counts the bytes read, the bad one included
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
-		at, msg = int64(len(data)), "it ends too early"
-	default: // extra data: point at its first byte
+		at, id = int64(len(data)), "seatmap_json_eof"
+	case errors.Is(err, errExtraJSON): // point at the extra data's first byte
+		id = "seatmap_json_extra"
 		for at < int64(len(data)) && strings.IndexByte(" \t\r\n", data[at]) >= 0 {
 			at++
 		}
@@ -396,7 +423,7 @@ func jsonErrorText(data []byte, err error, end int64) string {
 	before := data[:at]
 	line := bytes.Count(before, []byte{'\n'}) + 1
 	col := len(before) - (bytes.LastIndexByte(before, '\n') + 1) + 1
-	return fmt.Sprintf("line %d, column %d: %s", line, col, msg)
+	return M(id, "Line", line, "Column", col)
 }
 
 // jsonWalker reads members of a decoded JSON document (decoded with
@@ -406,7 +433,7 @@ type jsonWalker struct{ p *problems }
 func (w jsonWalker) object(v any, path string) (map[string]any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		w.p.add("%s: must be an object", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_not_object")))
 	}
 	return m, ok
 }
@@ -414,12 +441,12 @@ func (w jsonWalker) object(v any, path string) (map[string]any, bool) {
 func (w jsonWalker) array(m map[string]any, key, path string) []any {
 	v, ok := m[key]
 	if !ok {
-		w.p.add("%s: is missing", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_missing")))
 		return nil
 	}
 	a, ok := v.([]any)
 	if !ok {
-		w.p.add("%s: must be an array", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_not_array")))
 	}
 	return a
 }
@@ -427,16 +454,16 @@ func (w jsonWalker) array(m map[string]any, key, path string) []any {
 func (w jsonWalker) str(m map[string]any, key, path string) (string, bool) {
 	v, ok := m[key]
 	if !ok || v == nil {
-		w.p.add("%s: is missing", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_missing")))
 		return "", false
 	}
 	s, ok := v.(string)
 	if !ok {
-		w.p.add("%s: must be a string", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_not_string")))
 		return "", false
 	}
 	if strings.TrimSpace(s) == "" {
-		w.p.add("%s: is empty", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_empty")))
 		return "", false
 	}
 	return s, true
@@ -449,7 +476,7 @@ func (w jsonWalker) position(m map[string]any, path string, required bool) (x, y
 	v, present := m["position"]
 	if !present || v == nil {
 		if required {
-			w.p.add("%s: is missing", path)
+			w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_missing")))
 		}
 		return 0, 0, !required
 	}
@@ -465,16 +492,16 @@ func (w jsonWalker) position(m map[string]any, path string, required bool) (x, y
 func (w jsonWalker) number(m map[string]any, key, path string) (float64, bool) {
 	v, ok := m[key]
 	if !ok {
-		w.p.add("%s: is missing", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_missing")))
 		return 0, false
 	}
 	n, ok := v.(json.Number)
 	if !ok {
-		w.p.add("%s: must be a number", path)
+		w.p.add(M("seatmap_problem", "Where", path, "Problem", M("seatmap_not_number")))
 		return 0, false
 	}
 	ok = true
-	f := parseCoordinate(n.String(), func(problem string) { w.p.add("%s: %s", path, problem); ok = false })
+	f := parseCoordinate(n.String(), func(problem Msg) { w.p.add(M("seatmap_problem", "Where", path, "Problem", problem)); ok = false })
 	return f, ok
 }
 
@@ -523,31 +550,31 @@ type SectionSpec struct {
 // (1 to MaxSectionRows), "sections[i].seats_per_row" (1 to MaxSectionSeats)
 // and "sections[i].grade" (1 to 8 ASCII letters or digits), i counting from 0.
 func GenerateSeats(sections []SectionSpec) ([]Seat, error) {
-	f := map[string]string{}
+	f := map[string]Msg{}
 	total := 0
 	seen := map[string]bool{}
 	for i, sec := range sections {
 		key := fmt.Sprintf("sections[%d].", i)
 		name := strings.TrimSpace(sec.Name)
-		checkSection(name, func(problem string) { f[key+"name"] = "The section name " + problem + "." })
+		checkSection(name, func(problem Msg) { f[key+"name"] = M("val_section_name", "Problem", problem) })
 		if seen[name] && name != "" {
-			f[key+"name"] = "Another section has this name."
+			f[key+"name"] = M("val_section_name_taken")
 		}
 		seen[name] = true
 		if sec.Rows < 1 || sec.Rows > MaxSectionRows {
-			f[key+"rows"] = fmt.Sprintf("Use 1 to %d rows.", MaxSectionRows)
+			f[key+"rows"] = M("val_section_rows", "Max", MaxSectionRows)
 		}
 		if sec.SeatsPerRow < 1 || sec.SeatsPerRow > MaxSectionSeats {
-			f[key+"seats_per_row"] = fmt.Sprintf("Use 1 to %d seats per row.", MaxSectionSeats)
+			f[key+"seats_per_row"] = M("val_section_seats", "Max", MaxSectionSeats)
 		}
-		checkGrade(strings.TrimSpace(sec.Grade), nil, func(problem string) { f[key+"grade"] = "The grade " + problem + "." })
+		checkGrade(strings.TrimSpace(sec.Grade), nil, func(problem Msg) { f[key+"grade"] = M("val_section_grade", "Problem", problem) })
 		total += max(sec.Rows, 0) * max(sec.SeatsPerRow, 0)
 	}
 	switch {
 	case len(sections) == 0:
-		f["sections"] = "Add at least one section."
+		f["sections"] = M("val_sections_none")
 	case total > MaxSeats:
-		f["sections"] = fmt.Sprintf("These sections have %d seats; a map has at most %d.", total, MaxSeats)
+		f["sections"] = M("val_sections_many", "Seats", total, "Max", MaxSeats)
 	}
 	if err := Invalid(f); err != nil {
 		return nil, err
@@ -575,28 +602,30 @@ func ValidateSeats(seats []Seat) error {
 	first := map[string]int{}
 	for i, s := range seats {
 		bad := false
-		checkSeat(s, nil, func(field, problem string) { bad = true; p.add("seat %d: %s %s", i, field, problem) })
-		for _, c := range []struct {
-			name string
-			v    float64
-		}{{"x", s.X}, {"y", s.Y}} {
-			if problem := checkCoordinate(c.v); problem != "" {
-				bad = true
-				p.add("seat %d: %s %s", i, c.name, problem)
-			}
+		where := M("seatmap_where_seat", "Index", i)
+		report := func(field, problem Msg) {
+			bad = true
+			p.add(M("seatmap_field_problem", "Where", where, "Field", field, "Problem", problem))
+		}
+		checkSeat(s, nil, report)
+		if problem := checkCoordinate(s.X); problem != nil {
+			report(M("seatmap_field_x"), *problem)
+		}
+		if problem := checkCoordinate(s.Y); problem != nil {
+			report(M("seatmap_field_y"), *problem)
 		}
 		if bad {
 			continue
 		}
 		label := SeatLabel(s.Section, s.Row, s.Number)
 		if at, dup := first[label]; dup {
-			p.add("seat %d: duplicate seat %s (also seat %d)", i, label, at)
+			p.add(M("seatmap_problem", "Where", where, "Problem", M("seatmap_duplicate", "Label", label, "First", M("seatmap_where_seat", "Index", at))))
 			continue
 		}
 		first[label] = i
 	}
 	if len(seats) == 0 {
-		p.add("the map has no seats")
+		p.add(M("seatmap_map_no_seats"))
 	}
 	p.tooMany(len(seats))
 	return p.err()
@@ -668,11 +697,11 @@ func layOut(seats []Seat) {
 }
 
 // checkSeat reports each bad field of s (not x and y) as report(field, problem).
-func checkSeat(s Seat, allowed map[string]bool, report func(field, problem string)) {
-	checkSection(s.Section, func(problem string) { report("section", problem) })
-	checkSeatNumber(s.Row, func(problem string) { report("row", problem) })
-	checkSeatNumber(s.Number, func(problem string) { report("number", problem) })
-	checkGrade(s.Grade, allowed, func(problem string) { report("grade", problem) })
+func checkSeat(s Seat, allowed map[string]bool, report func(field, problem Msg)) {
+	checkSection(s.Section, func(problem Msg) { report(M("seatmap_field_section"), problem) })
+	checkSeatNumber(s.Row, func(problem Msg) { report(M("seatmap_field_row"), problem) })
+	checkSeatNumber(s.Number, func(problem Msg) { report(M("seatmap_field_number"), problem) })
+	checkGrade(s.Grade, allowed, func(problem Msg) { report(M("seatmap_field_grade"), problem) })
 }
 
 // sectionMarkup are the characters a section name may not hold: no hall
@@ -681,24 +710,24 @@ func checkSeat(s Seat, allowed map[string]bool, report func(field, problem strin
 // pages, tickets, URLs and the outbox's consumers.
 const sectionMarkup = "<>\"`\\"
 
-func checkSection(s string, report func(problem string)) {
+func checkSection(s string, report func(problem Msg)) {
 	switch {
 	case s == "":
-		report("is empty")
+		report(M("seatmap_empty"))
 	case utf8.RuneCountInString(s) > MaxSectionLen:
-		report(fmt.Sprintf("is longer than %d characters", MaxSectionLen))
+		report(M("seatmap_section_long", "Max", MaxSectionLen))
 	case strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0:
-		report("contains a control character")
+		report(M("seatmap_control_char"))
 	case strings.ContainsAny(s, sectionMarkup):
-		report("may not contain the characters < > \" ` \\")
+		report(M("seatmap_section_markup"))
 	}
 }
 
 // checkSeatNumber checks a row or seat number: the schema's
 // ^[1-9][0-9]{0,3}$, a whole number from 1 to 9999 without a leading zero.
-func checkSeatNumber(s string, report func(problem string)) {
+func checkSeatNumber(s string, report func(problem Msg)) {
 	if s == "" {
-		report("is empty")
+		report(M("seatmap_empty"))
 		return
 	}
 	ok := len(s) <= 4 && s[0] >= '1' && s[0] <= '9'
@@ -706,7 +735,7 @@ func checkSeatNumber(s string, report func(problem string)) {
 		ok = s[i] >= '0' && s[i] <= '9'
 	}
 	if !ok {
-		report(fmt.Sprintf("must be a whole number from 1 to 9999 without a leading zero, not %q", ClipInput(s, MaxQuoted)))
+		report(M("seatmap_number_bad", "Value", ClipInput(s, MaxQuoted)))
 	}
 }
 
@@ -724,14 +753,14 @@ func ValidGradeCode(code string) bool {
 	return true
 }
 
-func checkGrade(code string, allowed map[string]bool, report func(problem string)) {
+func checkGrade(code string, allowed map[string]bool, report func(problem Msg)) {
 	switch {
 	case code == "":
-		report("is empty")
+		report(M("seatmap_empty"))
 	case !ValidGradeCode(code):
-		report(fmt.Sprintf("must be 1 to 8 letters or digits, not %q", ClipInput(code, MaxQuoted)))
+		report(M("seatmap_grade_bad", "Value", ClipInput(code, MaxQuoted)))
 	case allowed != nil && !allowed[code]:
-		report(fmt.Sprintf("%q is unknown (known grades: %s)", code, strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
+		report(M("seatmap_grade_unknown", "Value", code, "Known", strings.Join(slices.Sorted(maps.Keys(allowed)), ", ")))
 	}
 }
 
@@ -748,40 +777,42 @@ func gradeSet(codes []string) map[string]bool {
 
 // parseCoordinate parses an x or y value, reporting an empty, malformed,
 // infinite or out-of-range one.
-func parseCoordinate(v string, report func(problem string)) float64 {
+func parseCoordinate(v string, report func(problem Msg)) float64 {
 	if v == "" {
-		report("is empty")
+		report(M("seatmap_empty"))
 		return 0
 	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		report(fmt.Sprintf("must be a number, not %q", ClipInput(v, MaxQuoted)))
+		report(M("seatmap_coord_nan", "Value", ClipInput(v, MaxQuoted)))
 		return 0
 	}
-	if problem := checkCoordinate(f); problem != "" {
-		report(problem)
+	if problem := checkCoordinate(f); problem != nil {
+		report(*problem)
 		return 0
 	}
 	return f
 }
 
-func checkCoordinate(f float64) string {
+// checkCoordinate returns the problem of an x or y value out of range, or nil.
+func checkCoordinate(f float64) *Msg {
 	if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > MaxSeatCoordinate {
-		return fmt.Sprintf("must be a number from -%g to %g", float64(MaxSeatCoordinate), float64(MaxSeatCoordinate))
+		m := M("seatmap_coord_range", "Max", float64(MaxSeatCoordinate))
+		return &m
 	}
-	return ""
+	return nil
 }
 
 // problems collects a seat map's problems, listing the first
 // MaxSeatMapProblems and counting the rest.
 type problems struct {
-	list []string
+	list []Msg
 	more int
 }
 
-func (p *problems) add(format string, args ...any) {
+func (p *problems) add(m Msg) {
 	if len(p.list) < MaxSeatMapProblems {
-		p.list = append(p.list, fmt.Sprintf(format, args...))
+		p.list = append(p.list, m)
 	} else {
 		p.more++
 	}
@@ -791,8 +822,8 @@ func (p *problems) empty() bool { return len(p.list) == 0 }
 
 // first lists a problem of the whole file ahead of the others, so that the
 // limit on listed problems never hides it.
-func (p *problems) first(format string, args ...any) {
-	p.list = slices.Insert(p.list, 0, fmt.Sprintf(format, args...))
+func (p *problems) first(m Msg) {
+	p.list = slices.Insert(p.list, 0, m)
 	if len(p.list) > MaxSeatMapProblems {
 		p.list = p.list[:MaxSeatMapProblems]
 		p.more++
@@ -800,12 +831,12 @@ func (p *problems) first(format string, args ...any) {
 }
 
 func (p *problems) tooLarge(size int) {
-	p.first("the file is larger than %d MiB (%d bytes or more)", MaxSeatMapBytes>>20, size)
+	p.first(M("seatmap_too_large", "MiB", MaxSeatMapBytes>>20, "Size", size))
 }
 
 func (p *problems) tooMany(seats int) {
 	if seats > MaxSeats {
-		p.first("the map has %d seats; at most %d are allowed", seats, MaxSeats)
+		p.first(M("seatmap_too_many", "Seats", seats, "Max", MaxSeats))
 	}
 }
 
@@ -817,12 +848,7 @@ func (p *problems) err() error {
 	}
 	list := p.list
 	if p.more > 0 {
-		list = append(list, fmt.Sprintf("and %d more problems", p.more))
+		list = append(list, M("seatmap_more", "Count", p.more))
 	}
-	n := len(p.list) + p.more
-	msg := "The seat map has a problem; nothing was imported."
-	if n > 1 {
-		msg = fmt.Sprintf("The seat map has %d problems; nothing was imported.", n)
-	}
-	return &Error{Code: EINVALID, Message: msg, Details: map[string]any{"problems": list}}
+	return &Error{Code: EINVALID, Msg: M("err_seatmap", "Count", len(p.list)+p.more), Details: map[string]any{"problems": list}}
 }

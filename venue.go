@@ -2,7 +2,6 @@ package boxoffice
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,7 +27,7 @@ func NormalizeVenueName(name string) string { return strings.TrimSpace(name) }
 // empty name or one over MaxVenueNameLen characters, or nil. Normalize first.
 func ValidateVenueName(name string) error {
 	if n := utf8.RuneCountInString(name); n == 0 || n > MaxVenueNameLen {
-		return Invalid(map[string]string{"name": fmt.Sprintf("Use 1 to %d characters for the venue name.", MaxVenueNameLen)})
+		return Invalid(map[string]Msg{"name": M("val_venue_name", "Max", MaxVenueNameLen)})
 	}
 	return nil
 }
@@ -68,7 +67,7 @@ func ValidateVenue(name string, seats []Seat) error {
 		return seatsErr
 	case seatsErr != nil:
 		nameErr.Details = seatsErr.Details
-		nameErr.Message = seatsErr.Message
+		nameErr.Msg = seatsErr.Msg
 	}
 	return nameErr
 }

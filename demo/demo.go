@@ -16,6 +16,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/views"
 )
 
 // Files holds the demo venues under venues/: the two CSV seat maps, the
@@ -31,35 +32,53 @@ const (
 	Fans       = 3
 )
 
-// venue is one demo venue and the event Seed puts on sale there.
+// The demo venues' names, as the hall names itself and in English.
+const (
+	HallName  = "예술의전당 콘서트홀 (Seoul Arts Center Concert Hall)"
+	ArenaName = "인스파이어 아레나 (Inspire Arena)"
+)
+
+// venue is one demo venue and the event Seed puts on sale there, its
+// title, description and grade names in Korean and English.
 type venue struct {
 	name, file         string
-	title, description string
+	title, description boxoffice.Text
 	grades             []boxoffice.Grade // prices in KRW
+}
+
+// seatGrade is a grade of the demo: "R석" and "R seat".
+func seatGrade(code string, price int64, color string) boxoffice.Grade {
+	return boxoffice.Grade{Code: code, Name: boxoffice.Text{"ko": code + "석", "en": code + " seat"}, Price: price, Color: color}
 }
 
 var venues = []venue{
 	{
-		name: "Seoul Arts Center Concert Hall", file: "venues/seoul_arts_center_concert_hall.csv",
-		title:       "Winter Symphony Gala (demo)",
-		description: "A demo event: an evening of symphonies in a 2,523-seat concert hall on three levels, choir seats included.",
+		name: HallName, file: "venues/seoul_arts_center_concert_hall.csv",
+		title: boxoffice.Text{"ko": "겨울 교향곡 갈라 (데모)", "en": "Winter Symphony Gala (demo)"},
+		description: boxoffice.Text{
+			"ko": "데모 공연입니다. 합창석을 포함해 3개 층 2,523석 규모의 콘서트홀에서 펼쳐지는 교향곡의 밤.",
+			"en": "A demo event: an evening of symphonies in a 2,523-seat concert hall on three levels, choir seats included.",
+		},
 		grades: []boxoffice.Grade{
-			{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"},
-			{Code: "S", Name: "S seat", Price: 120000, Color: "#e67e22"},
-			{Code: "A", Name: "A seat", Price: 90000, Color: "#f1c40f"},
-			{Code: "B", Name: "B seat", Price: 60000, Color: "#27ae60"},
-			{Code: "C", Name: "C seat", Price: 40000, Color: "#2980b9"},
+			seatGrade("R", 150000, "#c0392b"),
+			seatGrade("S", 120000, "#e67e22"),
+			seatGrade("A", 90000, "#f1c40f"),
+			seatGrade("B", 60000, "#27ae60"),
+			seatGrade("C", 40000, "#2980b9"),
 		},
 	},
 	{
-		name: "Inspire Arena", file: "venues/inspire_arena.csv",
-		title:       "Arena Live Tour (demo)",
-		description: "A demo event: a sell-out concert in a 15,000-seat arena, floor blocks and three tiers.",
+		name: ArenaName, file: "venues/inspire_arena.csv",
+		title: boxoffice.Text{"ko": "아레나 라이브 투어 (데모)", "en": "Arena Live Tour (demo)"},
+		description: boxoffice.Text{
+			"ko": "데모 공연입니다. 플로어 블록과 3개 층 스탠드로 이루어진 15,000석 아레나의 매진 콘서트.",
+			"en": "A demo event: a sell-out concert in a 15,000-seat arena, floor blocks and three tiers.",
+		},
 		grades: []boxoffice.Grade{
-			{Code: "VIP", Name: "VIP seat", Price: 220000, Color: "#8e44ad"},
-			{Code: "R", Name: "R seat", Price: 176000, Color: "#c0392b"},
-			{Code: "S", Name: "S seat", Price: 154000, Color: "#e67e22"},
-			{Code: "A", Name: "A seat", Price: 132000, Color: "#f1c40f"},
+			seatGrade("VIP", 220000, "#8e44ad"),
+			seatGrade("R", 176000, "#c0392b"),
+			seatGrade("S", 154000, "#e67e22"),
+			seatGrade("A", 132000, "#f1c40f"),
 		},
 	},
 }
@@ -83,8 +102,9 @@ type Login struct {
 
 // Result is what Seed did.
 type Result struct {
-	// Skipped says why nothing was created ("" when Seed created the demo).
-	Skipped string
+	// Skipped says why nothing was created (zero when Seed created the
+	// demo), as a message of views' catalogs.
+	Skipped boxoffice.Msg
 	Logins  []Login
 	Venues  []*boxoffice.Venue
 	Events  []*boxoffice.Event
@@ -117,7 +137,7 @@ func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("seed: lock: %w", err)
 	}
 	if !locked {
-		return &Result{Skipped: "another seed-demo is running"}, nil
+		return &Result{Skipped: boxoffice.M("demo_skip_running")}, nil
 	}
 	defer conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, seedLock)
 	var hasVenues bool
@@ -125,14 +145,14 @@ func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("seed: look for venues: %w", err)
 	}
 	if hasVenues {
-		return &Result{Skipped: "the database has venues already"}, nil
+		return &Result{Skipped: boxoffice.M("demo_skip_venues")}, nil
 	}
 
 	res := &Result{}
 	accounts := &store.Accounts{DB: db, Cost: opt.BcryptCost}
-	signups := []boxoffice.Signup{{Email: AdminEmail, Name: "Demo admin", Role: boxoffice.RoleAdmin}}
+	signups := []boxoffice.Signup{{Email: AdminEmail, Name: "데모 관리자", Role: boxoffice.RoleAdmin}}
 	for i := 1; i <= Fans; i++ {
-		signups = append(signups, boxoffice.Signup{Email: fmt.Sprintf(FanEmail, i), Name: fmt.Sprintf("Demo fan %d", i), Role: boxoffice.RoleFan})
+		signups = append(signups, boxoffice.Signup{Email: fmt.Sprintf(FanEmail, i), Name: fmt.Sprintf("데모 팬 %d", i), Role: boxoffice.RoleFan})
 	}
 	for _, su := range signups {
 		su.Password = opt.Password
@@ -142,7 +162,7 @@ func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
 		l := Login{Email: su.Email, Password: su.Password, Role: su.Role}
 		_, err := accounts.CreateAccount(ctx, su)
 		var e *boxoffice.Error
-		if errors.As(err, &e) && e.Fields["email"] != "" && len(e.Fields) == 1 {
+		if errors.As(err, &e) && e.Fields["email"].ID == "val_email_taken" && len(e.Fields) == 1 {
 			l.Password = "" // the e-mail is taken: keep that account as it is
 		} else if err != nil {
 			return nil, fmt.Errorf("seed: account %s: %w", su.Email, err)
@@ -174,38 +194,41 @@ func Seed(ctx context.Context, db *store.DB, opt Options) (*Result, error) {
 		in.StartsAt = eveningAfter(in.SaleEndsAt, in.TimeZone)
 		ev, err := es.CreateEvent(ctx, in)
 		if err != nil {
-			return nil, fmt.Errorf("seed: event %s: %w", v.title, err)
+			return nil, fmt.Errorf("seed: event %s: %w", v.title.In("en"), err)
 		}
 		if ev, err = es.PublishEvent(ctx, ev.ID); err != nil {
-			return nil, fmt.Errorf("seed: publish %s: %w", v.title, err)
+			return nil, fmt.Errorf("seed: publish %s: %w", v.title.In("en"), err)
 		}
 		res.Events = append(res.Events, ev)
 	}
 	return res, nil
 }
 
-// Print writes the result for a person at a terminal: the log-ins with their
-// passwords, the venues and the events, or why nothing was done.
-func (r *Result) Print(w io.Writer) error {
-	if r.Skipped != "" {
-		_, err := fmt.Fprintf(w, "seed-demo: nothing to do: %s.\n", r.Skipped)
+// Print writes the result for a person at a terminal in lang (a tag of
+// views.Langs): the log-ins with their passwords, the venues and the
+// events, or why nothing was done.
+func (r *Result) Print(w io.Writer, lang string) error {
+	ctx := boxoffice.NewContextWithLang(context.Background(), lang)
+	if r.Skipped.ID != "" {
+		_, err := fmt.Fprintln(w, views.T(ctx, "demo_nothing_to_do", "Why", r.Skipped))
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "Demo data created. Log in with:")
+	fmt.Fprintln(tw, views.T(ctx, "demo_created"))
 	for _, l := range r.Logins {
 		pw := l.Password
 		if pw == "" {
-			pw = "(account existed; password unchanged)"
+			pw = views.T(ctx, "demo_password_kept")
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", l.Role, l.Email, pw)
 	}
 	for _, v := range r.Venues {
-		fmt.Fprintf(tw, "  venue %d\t%s\t%d seats\n", v.ID, v.Name, v.Seats)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", views.T(ctx, "demo_venue", "ID", v.ID), v.Name,
+			views.T(ctx, "seats_count", "Count", v.Seats, "N", views.Count(ctx, v.Seats)))
 	}
 	for _, e := range r.Events {
-		fmt.Fprintf(tw, "  event %d\t%s\t%s, queue open since %s\n", e.ID, e.Title, e.Status,
-			e.QueueOpensAt.In(e.Location()).Format("2006-01-02 15:04 MST"))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", views.T(ctx, "demo_event", "ID", e.ID), views.Title(ctx, e.Title),
+			views.T(ctx, "demo_event_status", "Status", views.EventStatus(ctx, e.Status), "Time", views.LocalTime(ctx, e.QueueOpensAt, e.TimeZone)))
 	}
 	return tw.Flush()
 }

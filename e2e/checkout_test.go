@@ -10,7 +10,7 @@ import (
 	"github.com/playwright-community/playwright-go"
 )
 
-const concertHall = "Seoul Arts Center Concert Hall"
+const concertHall = demo.HallName
 
 // priceOf returns the total price of the event's seats, from the app's
 // database, in the event's currency.

@@ -79,7 +79,7 @@ func waitSeat(t *testing.T, page playwright.Page, label, condition string) {
 func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=200ms")
 	events := demoEvents(t, a)
-	hall, arena := events["Seoul Arts Center Concert Hall"], events["Inspire Arena"]
+	hall, arena := events[demo.HallName], events[demo.ArenaName]
 	if hall == 0 || arena == 0 {
 		t.Fatalf("demo events = %v, want the concert hall and the arena", events)
 	}

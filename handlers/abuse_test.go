@@ -68,7 +68,7 @@ func TestAdmin_EveryRouteRefusesFans(t *testing.T) {
 	ev := adminEvent(t, app, venue.ID, "Gala")
 	fan, _ := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
 	visitor := app.newClient(t)
-	form := url.Values{"name": {"Taken over"}, "title": {"Taken over"}, "paused": {"true"}, "rate": {"1"}}
+	form := url.Values{"name": {"Taken over"}, "title.en": {"Taken over"}, "paused": {"true"}, "rate": {"1"}}
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	var routes []route
 	for _, r := range app.routes(t, "/admin", methods, map[string]string{"id": "ID"}, "") {
@@ -127,7 +127,7 @@ func TestCrossOrigin_EveryStateChangingRoute(t *testing.T) {
 		}
 	}
 	form := url.Values{"email": {"x@example.com"}, "password": {"correct horse"}, "name": {"X"}, "seat": {"A-1-1"},
-		"paused": {"true"}, "title": {"Taken over"}}
+		"paused": {"true"}, "title.en": {"Taken over"}}
 
 	before := app.snapshot(t)
 	for _, r := range routes {

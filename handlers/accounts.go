@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -21,20 +19,20 @@ func (s *Server) handleSignupPage(c echo.Context) error {
 // handleSignup handles POST /signup: 303 to / with a new session, or 422 with
 // every reason at once and nothing written.
 func (s *Server) handleSignup(c echo.Context) error {
+	ctx := c.Request().Context()
 	in := boxoffice.Signup{
 		Email:    c.FormValue("email"),
 		Password: c.FormValue("password"),
 		Name:     c.FormValue("name"),
+		Lang:     views.Lang(ctx),
 	}
-	a, err := s.Accounts.CreateAccount(c.Request().Context(), in)
+	a, err := s.Accounts.CreateAccount(ctx, in)
 	if boxoffice.ErrorCode(err) == boxoffice.EINVALID && !wantsJSON(c) {
-		var e *boxoffice.Error
-		errors.As(err, &e)
-		return render(c, http.StatusUnprocessableEntity, views.SignupPage(views.SignupForm{Email: in.Email, Name: in.Name, Errors: e.Fields}))
+		return render(c, http.StatusUnprocessableEntity, views.SignupPage(views.SignupForm{Email: in.Email, Name: in.Name, Errors: views.ErrorFields(ctx, err)}))
 	} else if err != nil {
 		return err
 	}
-	if err := s.startSession(c.Request().Context(), a); err != nil {
+	if err := s.startSession(c, a); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/")
@@ -46,18 +44,21 @@ func (s *Server) handleLoginPage(c echo.Context) error {
 }
 
 // handleLogin handles POST /login: 303 to ?next (a local path) with a fresh
-// session id, or the form again: 401 for a wrong pair, 422 with the reasons
-// for an e-mail or password too long to be any account's.
+// session id and the account's language in the language cookie, or the
+// form again: 401 for a wrong pair, 422 with the reasons for an e-mail or
+// password too long to be any account's.
 func (s *Server) handleLogin(c echo.Context) error {
+	ctx := c.Request().Context()
 	email, next := c.FormValue("email"), localPath(c.FormValue("next"))
-	a, err := s.Accounts.Authenticate(c.Request().Context(), email, c.FormValue("password"))
-	var e *boxoffice.Error
-	if errors.As(err, &e) && (e.Code == boxoffice.EUNAUTHORIZED || e.Code == boxoffice.EINVALID) && !wantsJSON(c) {
-		return render(c, s.statusOf(err), views.LoginPage(views.LoginForm{Email: email, Error: e.Message, Errors: e.Fields, Next: next}))
+	a, err := s.Accounts.Authenticate(ctx, email, c.FormValue("password"))
+	if code := boxoffice.ErrorCode(err); (code == boxoffice.EUNAUTHORIZED || code == boxoffice.EINVALID) && !wantsJSON(c) {
+		return render(c, s.statusOf(err), views.LoginPage(views.LoginForm{
+			Email: email, Error: views.ErrorText(ctx, err), Errors: views.ErrorFields(ctx, err), Next: next,
+		}))
 	} else if err != nil {
 		return err
 	}
-	if err := s.startSession(c.Request().Context(), a); err != nil {
+	if err := s.startSession(c, a); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, next)
@@ -75,8 +76,13 @@ func (s *Server) handleLogout(c echo.Context) error {
 // the account and a session key, which entry tokens are bound to. The same
 // account logging in again in the same browser keeps its session key, so a
 // place in line or a turn at the seat map survives it; anyone else gets a
-// new random one.
-func (s *Server) startSession(ctx context.Context, a *boxoffice.Account) error {
+// new random one. An account that chose a language gets it in the language
+// cookie, so that the pages after log-in speak it.
+func (s *Server) startSession(c echo.Context, a *boxoffice.Account) error {
+	ctx := c.Request().Context()
+	if views.ValidLang(a.Lang) {
+		s.setLangCookie(c, a.Lang)
+	}
 	same := s.Sessions.GetInt64(ctx, sessAccountID) == a.ID && s.Sessions.GetString(ctx, sessSessionKey) != ""
 	if err := s.Sessions.RenewToken(ctx); err != nil {
 		return fmt.Errorf("renew session: %w", err)

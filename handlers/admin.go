@@ -55,13 +55,13 @@ func (s *Server) popFlash(c echo.Context) string {
 	return s.Sessions.PopString(c.Request().Context(), sessFlash)
 }
 
-// pathID parses the :id path parameter. Errors: ENOTFOUND with message for
-// anything but a positive integer, so that a malformed id is a 404 like an
-// unknown one.
-func pathID(c echo.Context, message string) (int64, error) {
+// pathID parses the :id path parameter. Errors: ENOTFOUND saying notFound
+// for anything but a positive integer, so that a malformed id is a 404 like
+// an unknown one.
+func pathID(c echo.Context, notFound boxoffice.MsgID) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, boxoffice.Errorf(boxoffice.ENOTFOUND, "%s", message)
+		return 0, boxoffice.NewError(boxoffice.ENOTFOUND, notFound)
 	}
 	return id, nil
 }

@@ -111,7 +111,7 @@ func (s *Server) saveEvent(c echo.Context, prev *boxoffice.Event) error {
 		return s.renderEventForm(c, http.StatusOK, f, shown+1)
 	}
 
-	fields := map[string]string{}
+	fields := map[string]boxoffice.Msg{}
 	in, unread := eventInput(f, prev, fields)
 	in.Normalize()
 	if err := addFields(fields, in.Validate()); err != nil {
@@ -135,7 +135,7 @@ func (s *Server) saveEvent(c echo.Context, prev *boxoffice.Event) error {
 		case err == nil:
 			return s.redirectWithFlash(c, eventEditPath(e.ID), flash)
 		case errors.As(err, &be) && be.Code == boxoffice.ECONFLICT:
-			f.Message = be.Message
+			f.Message = views.ErrorText(ctx, err)
 			f.SoldGrades, _ = be.Details["grades"].([]string)
 			status = http.StatusConflict
 		default:
@@ -144,7 +144,7 @@ func (s *Server) saveEvent(c echo.Context, prev *boxoffice.Event) error {
 			}
 		}
 	}
-	f.Errors = fields
+	f.Errors = views.SayFields(ctx, fields)
 	return s.renderEventForm(c, status, f, len(f.Grades)+1)
 }
 
@@ -175,7 +175,7 @@ func (s *Server) setEventStatus(c echo.Context, change func(context.Context, int
 			return ferr
 		}
 		f := eventForm(e)
-		f.Message = boxoffice.ErrorMessage(err)
+		f.Message = views.ErrorText(ctx, err)
 		return s.renderEventForm(c, http.StatusConflict, f, len(f.Grades)+1)
 	} else if err != nil {
 		return err
@@ -278,8 +278,11 @@ func withSeatCounts(f *views.EventForm, e *boxoffice.Event) {
 // query) holds; the grade rows when it holds any (grade_rows, the form's
 // count of rows, is always sent), skipping rows left empty.
 func overlayEventForm(f *views.EventForm, form url.Values) {
+	for key, dst := range map[string]*boxoffice.Text{"title": &f.Title, "description": &f.Description} {
+		overlayText(dst, key, form)
+	}
 	for key, dst := range map[string]*string{
-		"venue_id": &f.VenueID, "title": &f.Title, "description": &f.Description, "time_zone": &f.TimeZone,
+		"venue_id": &f.VenueID, "time_zone": &f.TimeZone,
 		"starts_at": &f.StartsAt, "queue_opens_at": &f.QueueOpensAt, "sale_ends_at": &f.SaleEndsAt,
 		"currency": &f.Currency, "max_per_account": &f.MaxPerAccount, "hold_ttl": &f.HoldTTL,
 		"token_ttl": &f.TokenTTL, "admission_rate": &f.AdmissionRate, "max_admitted": &f.MaxAdmitted,
@@ -294,9 +297,23 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 	f.Grades = nil
 	for i := range maxFormRows {
 		get := func(field string) string { return strings.TrimSpace(form.Get(views.FieldKey("grades", i, field))) }
-		g := views.GradeRow{Code: get("code"), Name: get("name"), Price: get("price"), Color: get("color")}
-		if g.Code != "" || g.Name != "" || g.Price != "" {
+		g := views.GradeRow{Code: get("code"), Price: get("price"), Color: get("color")}
+		overlayText(&g.Name, views.FieldKey("grades", i, "name"), form)
+		if g.Code != "" || !g.Name.Trim().Empty() || g.Price != "" {
 			f.Grades = append(f.Grades, g)
+		}
+	}
+}
+
+// overlayText sets the languages of a per-language text that form holds,
+// one field per language of views.Langs (views.LangField: "title.ko").
+func overlayText(dst *boxoffice.Text, field string, form url.Values) {
+	for _, l := range views.Langs {
+		if key := views.LangField(field, l); form.Has(key) {
+			if *dst == nil {
+				*dst = boxoffice.Text{}
+			}
+			(*dst)[l] = form.Get(key)
 		}
 	}
 }
@@ -306,7 +323,7 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 // a time that still reads as prev's keeps its instant
 // (boxoffice.ReparseLocalTime). unread names the times that could not be
 // read because the time zone is unknown (its own reason says so).
-func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]string) (in boxoffice.EventInput, unread []string) {
+func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]boxoffice.Msg) (in boxoffice.EventInput, unread []string) {
 	in = boxoffice.EventInput{Title: f.Title, Description: f.Description, TimeZone: strings.TrimSpace(f.TimeZone), Currency: f.Currency}
 	in.VenueID, _ = strconv.ParseInt(strings.TrimSpace(f.VenueID), 10, 64)
 	var saved boxoffice.Event
@@ -330,7 +347,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]stri
 		default:
 			at, err := boxoffice.ReparseLocalTime(t.value, in.TimeZone, t.prev)
 			if err != nil {
-				fields[t.key] = boxoffice.ErrorMessage(err)
+				fields[t.key] = boxoffice.ErrorMsg(err)
 			}
 			*t.dst = at
 		}
@@ -343,7 +360,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]stri
 	for i, g := range f.Grades {
 		price, err := strconv.ParseInt(g.Price, 10, 64)
 		if err != nil && g.Price != "" {
-			fields[views.FieldKey("grades", i, "price")] = "Enter the price as a whole number of the currency's smallest unit."
+			fields[views.FieldKey("grades", i, "price")] = boxoffice.M("val_price_whole")
 		}
 		in.Grades = append(in.Grades, boxoffice.Grade{Code: g.Code, Name: g.Name, Price: price, Color: g.Color})
 	}

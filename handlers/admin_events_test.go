@@ -33,11 +33,11 @@ func adminVenue(t *testing.T, app *testApp, name string) *boxoffice.Venue {
 func adminEvent(t *testing.T, app *testApp, venueID int64, title string) *boxoffice.Event {
 	t.Helper()
 	in := boxoffice.NewEventInput()
-	in.VenueID, in.Title = venueID, title
+	in.VenueID, in.Title = venueID, boxoffice.Text{"en": title}
 	in.QueueOpensAt = time.Date(2030, 12, 1, 1, 0, 30, 0, time.UTC)
 	in.SaleEndsAt = time.Date(2030, 12, 20, 14, 59, 45, 0, time.UTC)
 	in.StartsAt = time.Date(2030, 12, 24, 10, 30, 15, 0, time.UTC)
-	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"}, {Code: "S", Name: "S seat", Price: 90000, Color: "#e67e22"}}
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 150000, Color: "#c0392b"}, {Code: "S", Name: boxoffice.Text{"en": "S seat"}, Price: 90000, Color: "#e67e22"}}
 	e, err := app.Srv.Events.CreateEvent(context.Background(), in)
 	if err != nil {
 		t.Fatalf("create event: %v", err)
@@ -69,12 +69,12 @@ func TestAdminEvents_Create(t *testing.T) {
 	})
 
 	t.Run("LoadGrades", func(t *testing.T) {
-		q := url.Values{"venue_id": {fmt.Sprint(v.ID)}, "title": {"Typed"}, "grade_rows": {"3"},
+		q := url.Values{"venue_id": {fmt.Sprint(v.ID)}, "title.en": {"Typed"}, "grade_rows": {"3"},
 			"grades[0].code": {"S"}, "grades[0].price": {"777"}, "grades[1].code": {"X"}, "grades[1].price": {"1"}}
 		resp := admin.do("GET", "/admin/events/new?"+q.Encode(), nil)
 		wantStatus(t, resp, http.StatusOK)
 		d := doc(t, resp)
-		if got := d.Find(`input[name="title"]`).AttrOr("value", ""); got != "Typed" {
+		if got := d.Find(`input[name="title.en"]`).AttrOr("value", ""); got != "Typed" {
 			t.Errorf("title %q, want the typed one kept", got)
 		}
 		got := []string{gradeRowValue(d, 0, "code") + "=" + gradeRowValue(d, 0, "price"), gradeRowValue(d, 1, "code") + "=" + gradeRowValue(d, 1, "price"), gradeRowValue(d, 2, "code")}
@@ -90,13 +90,13 @@ func TestAdminEvents_Create(t *testing.T) {
 	})
 
 	t.Run("AddGrade", func(t *testing.T) {
-		resp := admin.do("POST", "/admin/events", url.Values{"action": {"add_grade"}, "grade_rows": {"3"}, "title": {"Kept"}, "grades[0].code": {"R"}})
+		resp := admin.do("POST", "/admin/events", url.Values{"action": {"add_grade"}, "grade_rows": {"3"}, "title.en": {"Kept"}, "grades[0].code": {"R"}})
 		wantStatus(t, resp, http.StatusOK)
 		d := doc(t, resp)
 		if n := d.Find(`[data-testid="grade-row"]`).Length(); n != 4 {
 			t.Errorf("%d grade rows after adding one to 3, want 4", n)
 		}
-		if gradeRowValue(d, 0, "code") != "R" || d.Find(`input[name="title"]`).AttrOr("value", "") != "Kept" {
+		if gradeRowValue(d, 0, "code") != "R" || d.Find(`input[name="title.en"]`).AttrOr("value", "") != "Kept" {
 			t.Error("adding a grade lost what was typed")
 		}
 	})
@@ -104,11 +104,11 @@ func TestAdminEvents_Create(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		d := doc(t, admin.do("GET", fmt.Sprintf("/admin/events/new?venue_id=%d", v.ID), nil))
 		f := formValues(t, d, `[data-testid="event-form"]`)
-		f.Set("title", "  New Year Concert ")
+		f.Set("title.en", "  New Year Concert ")
 		f.Set("queue_opens_at", "2030-12-01T20:00")
 		f.Set("sale_ends_at", "2030-12-31T18:00")
 		f.Set("starts_at", "2030-12-31T22:30")
-		f.Set("grades[0].name", "Royal")
+		f.Set("grades[0].name.en", "Royal")
 		f.Set("grades[0].price", "150000")
 		f.Set("grades[1].price", "90000")
 		f.Set("max_admitted", "50")
@@ -120,14 +120,14 @@ func TestAdminEvents_Create(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Title != "New Year Concert" || e.Status != boxoffice.EventDraft || e.MaxAdmitted != 50 {
+		if e.Title.In("en") != "New Year Concert" || e.Status != boxoffice.EventDraft || e.MaxAdmitted != 50 {
 			t.Errorf("event %q %s cap %d, want the draft New Year Concert with cap 50", e.Title, e.Status, e.MaxAdmitted)
 		}
 		want := []time.Time{time.Date(2030, 12, 1, 11, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 9, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 13, 30, 0, 0, time.UTC)}
 		if got := []time.Time{e.QueueOpensAt, e.SaleEndsAt, e.StartsAt}; !got[0].Equal(want[0]) || !got[1].Equal(want[1]) || !got[2].Equal(want[2]) {
 			t.Errorf("times %v, want %v (the wall clocks in Asia/Seoul)", got, want)
 		}
-		if len(e.Grades) != 2 || e.Grades[0].Name != "Royal" || e.Grades[0].Price != 150000 || e.Grades[0].SeatsTotal != 6 || e.Grades[1].Name != "S" || e.Grades[1].SeatsTotal != 4 {
+		if len(e.Grades) != 2 || e.Grades[0].Name.In("en") != "Royal" || e.Grades[0].Price != 150000 || e.Grades[0].SeatsTotal != 6 || e.Grades[1].Name.In("en") != "S" || e.Grades[1].SeatsTotal != 4 {
 			t.Errorf("grades %+v, want Royal (R) 150000 with 6 seats and S 90000 with 4", e.Grades)
 		}
 		ed := doc(t, admin.do("GET", loc, nil))
@@ -143,7 +143,7 @@ func TestAdminEvents_Create(t *testing.T) {
 	}{
 		{"ErrEverything", func(f url.Values) {
 			f.Set("venue_id", "")
-			f.Set("title", " ")
+			f.Set("title.en", " ")
 			f.Set("starts_at", "2030-12-01T10:00")
 			f.Set("queue_opens_at", "2030-12-01T12:00")
 			f.Set("sale_ends_at", "2030-12-01T11:00")
@@ -170,7 +170,7 @@ func TestAdminEvents_Create(t *testing.T) {
 		{"ErrMalformedTime", func(f url.Values) { f.Set("queue_opens_at", "tomorrow") }, []string{"queue_opens_at"}},
 		{"ErrMissingGrade", func(f url.Values) {
 			f.Set("grades[1].code", "")
-			f.Set("grades[1].name", "")
+			f.Set("grades[1].name.en", "")
 			f.Set("grades[1].price", "")
 		}, []string{"grades"}},
 		{"ErrNoSuchVenue", func(f url.Values) { f.Set("venue_id", "999999") }, []string{"venue_id"}},
@@ -179,7 +179,7 @@ func TestAdminEvents_Create(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			d := doc(t, admin.do("GET", fmt.Sprintf("/admin/events/new?venue_id=%d", v.ID), nil))
 			f := formValues(t, d, `[data-testid="event-form"]`)
-			f.Set("title", "Refused")
+			f.Set("title.en", "Refused")
 			f.Set("queue_opens_at", "2030-12-01T20:00")
 			f.Set("sale_ends_at", "2030-12-31T18:00")
 			f.Set("starts_at", "2030-12-31T22:30")
@@ -200,8 +200,8 @@ func TestAdminEvents_Create(t *testing.T) {
 				rd.Find(`[data-testid^="error-"]`).Each(func(_ int, s *goquery.Selection) { shown = append(shown, s.AttrOr("data-testid", "")) })
 				t.Errorf("reasons shown for %q, want exactly %q", shown, tt.fields)
 			}
-			if got := rd.Find(`input[name="title"]`).AttrOr("value", ""); got != f.Get("title") {
-				t.Errorf("title field %q, want the typed %q", got, f.Get("title"))
+			if got := rd.Find(`input[name="title.en"]`).AttrOr("value", ""); got != f.Get("title.en") {
+				t.Errorf("title field %q, want the typed %q", got, f.Get("title.en"))
 			}
 			if app.count(t, "event") != events || app.count(t, "grade") != grades {
 				t.Error("a refused event wrote rows")
@@ -337,7 +337,7 @@ func TestAdminEvents_UpdateAfterSale(t *testing.T) {
 	t.Run("ErrSoldPrice", func(t *testing.T) {
 		f := form(t)
 		f.Set("grades[0].price", "160000")
-		f.Set("title", "Typed title")
+		f.Set("title.en", "Typed title")
 		resp := admin.do("POST", path, f)
 		wantStatus(t, resp, http.StatusConflict)
 		d := doc(t, resp)
@@ -347,14 +347,14 @@ func TestAdminEvents_UpdateAfterSale(t *testing.T) {
 		if testid(d, "sold-R") == "" {
 			t.Error("the R row is not marked as sold")
 		}
-		if gradeRowValue(d, 0, "price") != "160000" || d.Find(`input[name="title"]`).AttrOr("value", "") != "Typed title" {
+		if gradeRowValue(d, 0, "price") != "160000" || d.Find(`input[name="title.en"]`).AttrOr("value", "") != "Typed title" {
 			t.Error("the refused form lost what was typed")
 		}
 		got, err := app.Srv.Events.FindEventByID(context.Background(), e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Grade("R").Price != 150000 || got.Title != "Sold out soon" {
+		if got.Grade("R").Price != 150000 || got.Title.In("en") != "Sold out soon" {
 			t.Errorf("after the refusal R costs %d and the title is %q: want nothing saved", got.Grade("R").Price, got.Title)
 		}
 	})
@@ -372,14 +372,14 @@ func TestAdminEvents_UpdateAfterSale(t *testing.T) {
 	t.Run("UnsoldGradeAndTitle", func(t *testing.T) {
 		f := form(t)
 		f.Set("grades[1].price", "95000")
-		f.Set("grades[0].name", "Royal")
-		f.Set("title", "Renamed")
+		f.Set("grades[0].name.en", "Royal")
+		f.Set("title.en", "Renamed")
 		wantRedirect(t, admin.do("POST", path, f), path)
 		got, err := app.Srv.Events.FindEventByID(context.Background(), e.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Grade("S").Price != 95000 || got.Grade("R").Name != "Royal" || got.Title != "Renamed" {
+		if got.Grade("S").Price != 95000 || got.Grade("R").Name.In("en") != "Royal" || got.Title.In("en") != "Renamed" {
 			t.Errorf("event %q R %+v S %+v, want the title, R's name and S's price saved", got.Title, got.Grade("R"), got.Grade("S"))
 		}
 		if left := got.Grade("R").SeatsLeft; left != 5 {

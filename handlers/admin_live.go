@@ -74,7 +74,7 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 		if ferr != nil {
 			return ferr
 		}
-		return render(c, http.StatusUnprocessableEntity, views.AdminLivePage(ev, st, views.AdmissionForm{Rate: rateIn, Errors: invalid.Fields}))
+		return render(c, http.StatusUnprocessableEntity, views.AdminLivePage(ev, st, views.AdmissionForm{Rate: rateIn, Errors: views.ErrorFields(ctx, err)}))
 	} else if err != nil {
 		return err
 	}
@@ -90,17 +90,17 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 func parseAdmission(pausedIn, rateIn string) (*bool, *int, error) {
 	var paused *bool
 	var rate *int
-	f := map[string]string{}
+	f := map[string]boxoffice.Msg{}
 	if pausedIn != "" {
 		if p, err := strconv.ParseBool(pausedIn); err != nil {
-			f["paused"] = views.AdmissionBadPaused
+			f["paused"] = boxoffice.M("val_admission_paused")
 		} else {
 			paused = &p
 		}
 	}
 	if rateIn != "" {
 		if r, err := strconv.Atoi(rateIn); err != nil {
-			f["rate"] = views.AdmissionBadRate
+			f["rate"] = boxoffice.M("val_admission_rate_number", "Max", boxoffice.MaxAdmissionRate)
 		} else {
 			rate = &r
 		}

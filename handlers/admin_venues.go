@@ -32,9 +32,9 @@ const (
 )
 
 var (
-	errNoSeatMapFile = boxoffice.Invalid(map[string]string{"file": "Choose a CSV file or a pretix seating plan to import."})
-	errBadUpload     = boxoffice.Errorf(boxoffice.EBADREQUEST, "The upload could not be read. Please try again.")
-	errBadForm       = boxoffice.Errorf(boxoffice.EBADREQUEST, "The form could not be read. Please try again.")
+	errNoSeatMapFile = boxoffice.Invalid(map[string]boxoffice.Msg{"file": boxoffice.M("val_seatmap_file")})
+	errBadUpload     = boxoffice.NewError(boxoffice.EBADREQUEST, "err_upload_unreadable")
+	errBadForm       = boxoffice.NewError(boxoffice.EBADREQUEST, "err_form_unreadable")
 )
 
 // handleAdminVenues handles GET /admin/venues: every venue with its seats
@@ -69,7 +69,7 @@ func (s *Server) handleAdminVenueGenerate(c echo.Context) error {
 		f.Sections = padSections(f.Sections, shown+1)
 		return render(c, http.StatusOK, views.AdminVenueNew(f))
 	}
-	fields, specs := map[string]string{}, make([]boxoffice.SectionSpec, len(f.Sections))
+	fields, specs := map[string]boxoffice.Msg{}, make([]boxoffice.SectionSpec, len(f.Sections))
 	for i, row := range f.Sections {
 		specs[i] = boxoffice.SectionSpec{Name: row.Name, Grade: row.Grade,
 			Rows:        formInt(row.Rows, views.FieldKey("sections", i, "rows"), fields),
@@ -91,7 +91,7 @@ func (s *Server) handleAdminVenueGenerate(c echo.Context) error {
 			return err
 		}
 	}
-	f.Errors = fields
+	f.Errors = views.SayFields(c.Request().Context(), fields)
 	f.Sections = padSections(f.Sections, shown)
 	return render(c, http.StatusUnprocessableEntity, views.AdminVenueNew(f))
 }
@@ -110,7 +110,7 @@ func (s *Server) handleAdminVenueImport(c echo.Context) error {
 		return errBadUpload
 	}
 	f := views.VenueForm{Mode: views.VenueImport, Name: r.FormValue("name"), Sections: padSections(nil, 0)}
-	fields := map[string]string{}
+	fields := map[string]boxoffice.Msg{}
 	name := boxoffice.NormalizeVenueName(f.Name)
 	if err := addFields(fields, boxoffice.ValidateVenueName(name)); err != nil {
 		return err
@@ -119,17 +119,18 @@ func (s *Server) handleAdminVenueImport(c echo.Context) error {
 	if err := addFields(fields, err); err != nil {
 		return err
 	}
-	f.Problems = boxoffice.ErrorProblems(err)
-	if len(fields) == 0 && len(f.Problems) == 0 {
+	problems := boxoffice.ErrorProblems(err)
+	if len(fields) == 0 && len(problems) == 0 {
 		v, err := s.Venues.CreateVenue(r.Context(), name, seats)
 		if err == nil {
 			return s.redirectWithFlash(c, venuePath(v.ID), views.FlashVenueCreated)
 		} else if err := addFields(fields, err); err != nil {
 			return err
 		}
-		f.Problems = boxoffice.ErrorProblems(err)
+		problems = boxoffice.ErrorProblems(err)
 	}
-	f.Errors = fields
+	ctx := r.Context()
+	f.Errors, f.Problems = views.SayFields(ctx, fields), views.SayAll(ctx, problems)
 	return render(c, http.StatusUnprocessableEntity, views.AdminVenueNew(f))
 }
 
@@ -240,10 +241,7 @@ func (s *Server) handleAdminVenueRename(c echo.Context) error {
 	if perr != nil {
 		return perr
 	}
-	p.Name, p.Errors = name, map[string]string{}
-	if err := addFields(p.Errors, err); err != nil {
-		return err
-	}
+	p.Name, p.Errors = name, views.ErrorFields(c.Request().Context(), err)
 	return render(c, http.StatusUnprocessableEntity, views.AdminVenue(p))
 }
 
@@ -265,11 +263,11 @@ func (s *Server) handleAdminVenueDelete(c echo.Context) error {
 	if perr != nil {
 		return perr
 	}
-	p.Message = boxoffice.ErrorMessage(err)
+	p.Message = views.ErrorText(c.Request().Context(), err)
 	return render(c, http.StatusConflict, views.AdminVenue(p))
 }
 
-func venueID(c echo.Context) (int64, error) { return pathID(c, "There is no such venue.") }
+func venueID(c echo.Context) (int64, error) { return pathID(c, "err_no_venue") }
 
 func venuePath(id int64) string { return "/admin/venues/" + strconv.FormatInt(id, 10) }
 
@@ -299,13 +297,13 @@ func padSections(rows []views.SectionRow, shown int) []views.SectionRow {
 // formInt parses a whole number typed in a form; a malformed one, or one
 // beyond ±2³¹ (far past every limit, and safe to multiply into seconds), is
 // a reason under key in fields, and 0.
-func formInt(value, key string, fields map[string]string) int {
+func formInt(value, key string, fields map[string]boxoffice.Msg) int {
 	if value == "" {
 		return 0
 	}
 	n, err := strconv.ParseInt(value, 10, 32)
 	if err != nil {
-		fields[key] = "Enter a whole number."
+		fields[key] = boxoffice.M("val_whole_number")
 		return 0
 	}
 	return int(n)
@@ -314,7 +312,7 @@ func formInt(value, key string, fields map[string]string) int {
 // addFields adds the Fields of an EINVALID error to fields, keeping reasons
 // found earlier (a malformed number over "out of range"), and returns nil; a
 // nil error adds nothing; any other error is returned as is.
-func addFields(fields map[string]string, err error) error {
+func addFields(fields map[string]boxoffice.Msg, err error) error {
 	var e *boxoffice.Error
 	if err == nil {
 		return nil

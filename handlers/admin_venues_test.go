@@ -185,10 +185,10 @@ func TestAdminVenues_Generate(t *testing.T) {
 		if got := testid(d, "flash"); got != "The venue was created." {
 			t.Errorf("flash %q", got)
 		}
-		if got := testid(d, "venue-seat-count"); got != "22" {
+		if got := count(d, "venue-seat-count"); got != "22" {
 			t.Errorf("seat count %q, want 22", got)
 		}
-		if r, s := testid(d, "grade-seats-R"), testid(d, "grade-seats-S"); r != "12" || s != "10" {
+		if r, s := count(d, "grade-seats-R"), count(d, "grade-seats-S"); r != "12" || s != "10" {
 			t.Errorf("grade counts R %q S %q, want 12 and 10", r, s)
 		}
 		paths := d.Find(`[data-testid="seat-map"] svg path`)
@@ -289,8 +289,8 @@ func TestAdminVenues_Import(t *testing.T) {
 		loc := wantRedirect(t, admin.upload("/admin/venues/import", "CSV hall", "hall.csv",
 			[]byte("section,row,number,grade\nA,1,1,R\nA,1,2,R\nA,2,1,S\n")), "/admin/venues/")
 		d := doc(t, admin.do("GET", loc, nil))
-		if testid(d, "venue-seat-count") != "3" || testid(d, "grade-seats-R") != "2" || testid(d, "grade-seats-S") != "1" {
-			t.Errorf("imported venue shows %q seats, R %q, S %q; want 3, 2, 1", testid(d, "venue-seat-count"), testid(d, "grade-seats-R"), testid(d, "grade-seats-S"))
+		if count(d, "venue-seat-count") != "3" || count(d, "grade-seats-R") != "2" || count(d, "grade-seats-S") != "1" {
+			t.Errorf("imported venue shows %q seats, R %q, S %q; want 3, 2, 1", count(d, "venue-seat-count"), count(d, "grade-seats-R"), count(d, "grade-seats-S"))
 		}
 	})
 
@@ -317,7 +317,7 @@ func TestAdminVenues_Import(t *testing.T) {
 		name, filename, content string
 		problems                []string // each a problem listed, in order
 	}{
-		{"DuplicateSeat", "dup.csv", "section,row,number,grade\nA,1,1,R\nA,1,2,R\nA,1,1,S\n", []string{"line 4: duplicate seat A-1-1 (also on line 2)"}},
+		{"DuplicateSeat", "dup.csv", "section,row,number,grade\nA,1,1,R\nA,1,2,R\nA,1,1,S\n", []string{"line 4: duplicate seat A-1-1 (also at line 2)"}},
 		{"UnknownGrade", "plan.json", strings.Replace(pretixPlan, `"category": "S"`, `"category": "VIP"`, 1),
 			[]string{`zones[1].rows[0].seats[0].category: unknown grade "VIP" (not among the plan's categories)`}},
 		{"EmptyField", "empty.csv", "A,1,1,R\nA,1,,R\n", []string{"line 2: number is empty"}},
@@ -331,7 +331,7 @@ func TestAdminVenues_Import(t *testing.T) {
 		{"SectionMarkupPretix", "plan.json", strings.Replace(pretixPlan, `"name": "B"`, `"name": "<img src=x onerror=alert(1)>"`, 1),
 			[]string{"zones[1].name: may not contain the characters < > \" ` \\"}},
 		{"EveryProblem", "many.csv", "A,1,1,R\nA,0,1,R\nA,1,1,S\nA,1,2,\n", []string{
-			`line 2: row must be a whole number`, "line 3: duplicate seat A-1-1 (also on line 1)", "line 4: grade is empty"}},
+			`line 2: row must be a whole number`, "line 3: duplicate seat A-1-1 (also at line 1)", "line 4: grade is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run("Err"+tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -73,16 +72,16 @@ func (s *Server) handleEntry(c echo.Context) error {
 }
 
 // noEntry answers a request that has no live entry token: the error for
-// JSON and htmx, a redirect to the queue page when the token expired, and
-// otherwise a page that explains and links back to the queue.
+// JSON and htmx (views words it by its reason), a redirect to the queue
+// page when the token expired, and otherwise a page that explains and
+// links back to the queue.
 func (s *Server) noEntry(c echo.Context, eventID int64, err error) error {
-	var e *boxoffice.Error
-	if !errors.As(err, &e) || e.Code != boxoffice.ENOENTRYTOKEN {
+	if boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN {
 		return err
 	}
 	reason := boxoffice.NoEntryReason(err)
 	if wantsJSON(c) || isHTMX(c) || c.Request().Method != http.MethodGet {
-		return &boxoffice.Error{Code: e.Code, Message: views.NoEntryMessage(reason), Details: e.Details}
+		return err
 	}
 	if reason == boxoffice.ReasonExpired {
 		return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d/queue?entry=expired", eventID))

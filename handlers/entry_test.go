@@ -257,7 +257,7 @@ func TestEntry_RejoinMovesTurn(t *testing.T) {
 	wantNoEntry(t, fan.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
 	page := fan.do("GET", seatsPath(e.ID), nil)
 	wantStatus(t, page, http.StatusForbidden)
-	if d := doc(t, page); testid(d, "error-message") != views.NoEntryMessage(boxoffice.ReasonOtherSession) || d.Find(`[data-testid="back-to-queue"]`).Length() != 1 {
+	if d := doc(t, page); testid(d, "error-message") != views.In(views.English, views.NoEntryMsg(boxoffice.ReasonOtherSession)) || d.Find(`[data-testid="back-to-queue"]`).Length() != 1 {
 		t.Error("the browser that lost the turn is not told why with a way back to the queue")
 	}
 

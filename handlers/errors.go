@@ -36,17 +36,19 @@ var statuses = map[string]int{
 // echoErrors turns echo's own errors (unknown route, wrong method, body too
 // large) into the contract's codes and messages.
 var echoErrors = map[int]*boxoffice.Error{
-	http.StatusNotFound:              {Code: boxoffice.ENOTFOUND, Message: "There is no page at this address."},
-	http.StatusMethodNotAllowed:      {Code: boxoffice.EBADREQUEST, Message: "This address does not take that kind of request."},
-	http.StatusRequestEntityTooLarge: {Code: boxoffice.ETOOLARGE, Message: "The request is too large."},
-	http.StatusBadRequest:            {Code: boxoffice.EBADREQUEST, Message: "The request could not be read."},
-	http.StatusForbidden:             {Code: boxoffice.EFORBIDDEN, Message: "You may not do that."},
-	http.StatusUnauthorized:          {Code: boxoffice.EUNAUTHORIZED, Message: "Please log in first."},
+	http.StatusNotFound:              boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_page"),
+	http.StatusMethodNotAllowed:      boxoffice.NewError(boxoffice.EBADREQUEST, "err_method"),
+	http.StatusRequestEntityTooLarge: boxoffice.NewError(boxoffice.ETOOLARGE, "err_too_large"),
+	http.StatusBadRequest:            boxoffice.NewError(boxoffice.EBADREQUEST, "err_bad_request"),
+	http.StatusForbidden:             boxoffice.NewError(boxoffice.EFORBIDDEN, "err_forbidden"),
+	http.StatusUnauthorized:          boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_log_in"),
 }
 
 // handleError is echo's HTTPErrorHandler: it maps err's code to a status,
-// shows people only the error's message, logs only 5xx, and answers JSON, an
-// htmx fragment or a page, as the request asks (CONTRACT.md "Errors").
+// shows people only the error's message, put into the request's language
+// by views (the code stays the same in every language), logs only 5xx, and
+// answers JSON, an htmx fragment or a page, as the request asks
+// (CONTRACT.md "Errors").
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -58,28 +60,28 @@ func (s *Server) handleError(err error, c echo.Context) {
 	} else if status >= 500 {
 		s.Logger.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
 	}
-	msg := boxoffice.ErrorMessage(err)
+	ctx := c.Request().Context()
 	if status == http.StatusServiceUnavailable {
 		c.Response().Header().Set("Retry-After", "5")
 	}
 	var rerr error
 	switch {
 	case wantsJSON(c):
-		body := map[string]any{"error": code, "message": msg}
+		body := map[string]any{"error": code, "message": views.ErrorText(ctx, err)}
 		var e *boxoffice.Error
 		if errors.As(err, &e) {
 			for k, v := range e.Details {
-				body[k] = v
+				body[k] = views.Localize(ctx, v)
 			}
 			if len(e.Fields) > 0 {
-				body["fields"] = e.Fields
+				body["fields"] = views.ErrorFields(ctx, err)
 			}
 		}
 		rerr = c.JSON(status, body)
 	case isHTMX(c):
-		rerr = render(c, status, views.ErrorFragment(msg))
+		rerr = render(c, status, views.ErrorFragment(err))
 	default:
-		rerr = render(c, status, views.ErrorPage(status, msg))
+		rerr = render(c, status, views.ErrorPage(status, err))
 	}
 	if rerr != nil {
 		s.Logger.Error("write error response", "err", rerr)
@@ -87,7 +89,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 // errServiceDown is what people see when PostgreSQL or Redis does not answer.
-var errServiceDown = boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The box office is briefly unavailable. Please try again in a few seconds.")
+var errServiceDown = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_unavailable")
 
 // fromEcho replaces echo's own errors with the contract's, a failure to
 // reach PostgreSQL or Redis (s.unreachable) with EUNAVAILABLE, and

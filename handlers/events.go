@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
@@ -12,12 +11,12 @@ import (
 // eventID parses the :id path parameter. Errors: ENOTFOUND for anything but
 // a positive integer, so that a malformed id is a 404 like an unknown one.
 func eventID(c echo.Context) (int64, error) {
-	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return 0, boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such event.")
-	}
-	return id, nil
+	return pathID(c, "err_no_event")
 }
+
+// errNoEvent answers for an event that does not exist, or that a fan may
+// not see (a draft).
+var errNoEvent = boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_event")
 
 // handleEvent handles GET /events/:id: the event with its grades, prices and
 // seats left per grade (JSON as CONTRACT.md says). Drafts are not shown.
@@ -31,17 +30,18 @@ func (s *Server) handleEvent(c echo.Context) error {
 		return err
 	}
 	if e.Status == boxoffice.EventDraft && !boxoffice.AccountFromContext(c.Request().Context()).IsAdmin() {
-		return boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such event.")
+		return errNoEvent
 	}
 	if wantsJSON(c) {
+		lang := views.Lang(c.Request().Context())
 		grades := make([]map[string]any, 0, len(e.Grades))
 		for _, g := range e.Grades {
 			grades = append(grades, map[string]any{
-				"code": g.Code, "name": g.Name, "price": g.Price, "seats_total": g.SeatsTotal, "seats_left": g.SeatsLeft,
+				"code": g.Code, "name": g.Name.In(lang), "price": g.Price, "seats_total": g.SeatsTotal, "seats_left": g.SeatsLeft,
 			})
 		}
 		return c.JSON(http.StatusOK, map[string]any{
-			"id": e.ID, "title": e.Title, "venue": e.VenueName, "time_zone": e.TimeZone,
+			"id": e.ID, "title": e.Title.In(lang), "venue": e.VenueName, "time_zone": e.TimeZone,
 			"starts_at": e.StartsAt, "queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt,
 			"status": e.Status, "limit": e.MaxPerAccount, "currency": e.Currency, "grades": grades,
 		})

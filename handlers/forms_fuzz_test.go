@@ -43,7 +43,7 @@ func FuzzForms(f *testing.F) {
 
 		ef := views.EventForm{}
 		overlayEventForm(&ef, form)
-		fields := map[string]string{}
+		fields := map[string]boxoffice.Msg{}
 		ev, _ := eventInput(ef, nil, fields)
 		ev.Normalize()
 		wantInvalid("event form", ev.Validate())

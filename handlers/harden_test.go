@@ -60,9 +60,9 @@ func TestUnreadableInput(t *testing.T) {
 		{"PaymentSuccessNUL", fan, "GET", "/payments/success?orderId=abc%00def&paymentKey=k&amount=1", nil},
 		{"PaymentFailNUL", fan, "GET", "/payments/fail?orderId=abc%00def&code=X", nil},
 		{"PaymentFailInvalidUTF8", fan, "GET", "/payments/fail?orderId=abc%ff&code=X", nil},
-		{"EventTitleNUL", admin, "POST", "/admin/events", with(eventForm, "title", "Con\x00cert")},
-		{"EventDescriptionInvalidUTF8", admin, "POST", "/admin/events", with(eventForm, "description", "A \xff night")},
-		{"GradeNameNUL", admin, "POST", "/admin/events", with(eventForm, "grades[0].name", "R\x00")},
+		{"EventTitleNUL", admin, "POST", "/admin/events", with(eventForm, "title.en", "Con\x00cert")},
+		{"EventDescriptionInvalidUTF8", admin, "POST", "/admin/events", with(eventForm, "description.en", "A \xff night")},
+		{"GradeNameNUL", admin, "POST", "/admin/events", with(eventForm, "grades[0].name.en", "R\x00")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,7 +74,7 @@ func TestUnreadableInput(t *testing.T) {
 	t.Run("MultipartTitleNUL", func(t *testing.T) {
 		var body bytes.Buffer
 		w := multipart.NewWriter(&body)
-		for k, vs := range with(eventForm, "title", "Con\x00cert") {
+		for k, vs := range with(eventForm, "title.en", "Con\x00cert") {
 			for _, v := range vs {
 				w.WriteField(k, v)
 			}

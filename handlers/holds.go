@@ -20,7 +20,7 @@ const (
 // the hold panel explains; any other error goes to the error handler.
 // errSaleOver refuses holds once an event's sale has ended or been closed,
 // even for fans whose entry token is still live.
-var errSaleOver = boxoffice.Errorf(boxoffice.ECONFLICT, "The sale has ended: seats can no longer be held.")
+var errSaleOver = boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_over")
 
 var refusals = map[string]bool{
 	boxoffice.ESEATTAKEN:     true,
@@ -47,7 +47,7 @@ func (s *Server) handleHold(c echo.Context) error {
 	}
 	form, err := c.FormParams()
 	if err != nil {
-		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The form could not be read.")
+		return errBadForm
 	}
 	if err := es.checkSection(e, form.Get("section")); err != nil {
 		return err
@@ -63,9 +63,10 @@ func (s *Server) handleHold(c echo.Context) error {
 			"held": res.Held, "ttl_ms": res.TTL.Milliseconds(), "expires_at": res.ExpiresAt.UTC(),
 		})
 	}
-	notice := views.HeldNotice(len(res.Held), res.TTL)
+	ctx := c.Request().Context()
+	notice := views.HeldNotice(ctx, len(res.Held), res.TTL)
 	if err != nil {
-		notice = views.RefusedNotice(es.view(e), err)
+		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
 	return s.holdChanged(c, e, es, acct, notice, err, form.Get("section"))
 }
@@ -85,7 +86,7 @@ func (s *Server) handleRelease(c echo.Context) error {
 	label := c.Param("seat")
 	if c.Request().URL.RawPath != "" { // echo routes on the escaped path then
 		if label, err = url.PathUnescape(label); err != nil {
-			return boxoffice.Errorf(boxoffice.EBADSEAT, "That is not a seat.")
+			return boxoffice.NewError(boxoffice.EBADSEAT, "hold_bad_seat")
 		}
 	}
 	err = s.Holds.Release(c.Request().Context(), e.ID, acct.ID, label)
@@ -95,9 +96,10 @@ func (s *Server) handleRelease(c echo.Context) error {
 	if wantsJSON(c) {
 		return c.JSON(http.StatusOK, map[string]any{"released": label})
 	}
-	notice := views.ReleasedNotice(es.view(e), label)
+	ctx := c.Request().Context()
+	notice := views.ReleasedNotice(ctx, es.view(e), label)
 	if err != nil {
-		notice = views.RefusedNotice(es.view(e), err)
+		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
 	return s.holdChanged(c, e, es, acct, notice, err, "")
 }

@@ -97,7 +97,7 @@ func TestInputLimits(t *testing.T) {
 	const n = 10_000 // over every field's limit, under the body's (64 KiB)
 	long, digits := strings.Repeat("x", n), strings.Repeat("9", n)
 	eventForm := formValues(t, doc(t, admin.do("GET", fmt.Sprintf("/admin/events/new?venue_id=%d", venue.ID), nil)), `[data-testid="event-form"]`)
-	eventForm.Set("title", "Gala")
+	eventForm.Set("title.en", "Gala")
 	eventForm.Set("queue_opens_at", "2030-12-01T20:00")
 	eventForm.Set("sale_ends_at", "2030-12-31T18:00")
 	eventForm.Set("starts_at", "2030-12-31T22:30")
@@ -162,9 +162,9 @@ func TestInputLimits(t *testing.T) {
 		{name: "LoginPasswordLong", c: visitor, method: "POST", path: "/login", form: url.Values{"email": {"fan@example.com"}, "password": {long}}, status: 422, want: "That password is too long: passwords have at most 72 bytes (about 72 plain letters or digits, fewer with accents or other scripts)."},
 
 		// The admin's event form (the edit form is read by the same code).
-		{name: "EventTitleLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "title", long), status: 422, want: "Use at most 200 characters for the title.", echo: true},
-		{name: "EventEditTitleLong", c: admin, method: "POST", path: fmt.Sprintf("/admin/events/%d/edit", draft.ID), form: with(eventForm, "title", long), status: 422, want: "Use at most 200 characters for the title.", echo: true},
-		{name: "EventDescriptionLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "description", long), status: 422, want: "Use at most 5000 characters for the description.", echo: true},
+		{name: "EventTitleLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "title.en", long), status: 422, want: "Use at most 200 characters for the title.", echo: true},
+		{name: "EventEditTitleLong", c: admin, method: "POST", path: fmt.Sprintf("/admin/events/%d/edit", draft.ID), form: with(eventForm, "title.en", long), status: 422, want: "Use at most 200 characters for the title.", echo: true},
+		{name: "EventDescriptionLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "description.en", long), status: 422, want: "Use at most 5000 characters for the description.", echo: true},
 		{name: "EventTimeZoneLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "time_zone", long), status: 422, want: `Unknown time zone "` + long[:boxoffice.MaxQuoted] + `…"`, echo: true},
 		{name: "EventTimeZoneMalformed", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "time_zone", "Mars/Olympus_Mons"), status: 422, want: `Unknown time zone "Mars/Olympus_Mons"`},
 		{name: "EventTimeLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "starts_at", long), status: 422, want: "Enter a date and time such as", echo: true},
@@ -180,7 +180,7 @@ func TestInputLimits(t *testing.T) {
 		{name: "EventMaxAdmittedRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "max_admitted", "-1"), status: 422, want: "Use 0 for no cap, or a positive number."},
 		{name: "EventVenueMalformed", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "venue_id", long), status: 422, want: "Choose a venue."},
 		{name: "EventGradeCodeLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].code", long), status: 422, want: "Use 1 to 8 letters or digits for the grade code.", echo: true},
-		{name: "EventGradeNameLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].name", long), status: 422, want: "Use 1 to 60 characters for the grade name.", echo: true},
+		{name: "EventGradeNameLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].name.en", long), status: 422, want: "Use 1 to 60 characters for the grade name.", echo: true},
 		{name: "EventGradePriceLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].price", digits), status: 422, want: "Enter the price as a whole number of the currency's smallest unit.", echo: true},
 		{name: "EventGradeColorMalformed", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].color", "red"), status: 422, want: "Use a colour such as #c0392b."},
 

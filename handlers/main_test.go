@@ -20,6 +20,7 @@ import (
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/crypto/bcrypt"
 )
@@ -90,6 +91,9 @@ func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Stopping:      stopping,
 		Venues:        &store.Venues{DB: db},
 		AdmissionTick: 100 * time.Millisecond,
+		// The tests below read English sentences; the language tests
+		// (lang_test.go) set the default to Korean, the product's.
+		DefaultLang: views.English,
 	}
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
@@ -201,4 +205,10 @@ func wantStatus(t *testing.T, resp *http.Response, want int) {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("%s %s: status %d, want %d; body: %.500s", resp.Request.Method, resp.Request.URL.Path, resp.StatusCode, want, b)
 	}
+}
+
+// count returns the data-count of the element with data-testid=id: the
+// number a sentence such as "22 seats" or "22석" says.
+func count(d *goquery.Document, id string) string {
+	return d.Find(`[data-testid="`+id+`"]`).AttrOr("data-count", "")
 }

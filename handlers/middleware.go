@@ -86,6 +86,9 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// errCrossOrigin refuses a state-changing request from another site.
+var errCrossOrigin = boxoffice.NewError(boxoffice.EFORBIDDEN, "err_cross_origin")
+
 // crossOriginProtection refuses state-changing requests that a browser sends
 // from another origin (Go's http.CrossOriginProtection: Sec-Fetch-Site, then
 // Origin against Host). Requests without those headers, such as curl's, pass.
@@ -94,7 +97,7 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if err := cop.Check(c.Request()); err != nil {
-				return boxoffice.Errorf(boxoffice.EFORBIDDEN, "This request came from another site and was refused.")
+				return errCrossOrigin
 			}
 			return next(c)
 		}
@@ -131,7 +134,7 @@ func requireAccount(next echo.HandlerFunc) echo.HandlerFunc {
 		if boxoffice.AccountFromContext(c.Request().Context()) != nil {
 			return next(c)
 		}
-		errLogIn := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "Please log in first.")
+		errLogIn := boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_log_in")
 		switch r := c.Request(); {
 		case wantsJSON(c):
 			return errLogIn
@@ -159,7 +162,7 @@ func loginPath(back string) string {
 func requireAdmin(next echo.HandlerFunc) echo.HandlerFunc {
 	return requireAccount(func(c echo.Context) error {
 		if !boxoffice.AccountFromContext(c.Request().Context()).IsAdmin() {
-			return boxoffice.Errorf(boxoffice.EFORBIDDEN, "This page is for administrators.")
+			return boxoffice.NewError(boxoffice.EFORBIDDEN, "err_admins_only")
 		}
 		return next(c)
 	})
@@ -188,7 +191,7 @@ func localPath(target string) string {
 // errUnreadable is the answer to input that is not text: PostgreSQL refuses
 // NUL bytes and invalid UTF-8 in text columns, so such input never gets past
 // the first middleware.
-var errUnreadable = boxoffice.Errorf(boxoffice.EBADREQUEST, "The request contains characters that cannot be read.")
+var errUnreadable = boxoffice.NewError(boxoffice.EBADREQUEST, "err_unreadable")
 
 // MaxURIBytes is the longest request URI (path and query) accepted, in
 // bytes: no input, in the address or the body (MaxBodyBytes), is longer.
@@ -196,7 +199,7 @@ var errUnreadable = boxoffice.Errorf(boxoffice.EBADREQUEST, "The request contain
 const MaxURIBytes = MaxBodyBytes
 
 // errLongURI is the answer to an address over MaxURIBytes.
-var errLongURI = boxoffice.Errorf(boxoffice.EBADREQUEST, "The address is too long.")
+var errLongURI = boxoffice.NewError(boxoffice.EBADREQUEST, "err_long_uri")
 
 // readableInput refuses with 400 a request whose URI is over MaxURIBytes,
 // or whose URL path, query, or urlencoded or multipart form (keys and
@@ -228,7 +231,7 @@ func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 			if he := (*echo.HTTPError)(nil); errors.As(err, &he) {
 				return he
 			}
-			return boxoffice.Errorf(boxoffice.EBADREQUEST, "The form could not be read.")
+			return errBadForm
 		}
 		if !readableValues(r.PostForm) {
 			return errUnreadable

@@ -45,7 +45,7 @@ func (s *Server) handleCreateOrder(c echo.Context) error {
 
 // errNoOrder answers for an order that does not exist or is not the
 // account's alike, so that an order id tells a stranger nothing.
-var errNoOrder = boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such order.")
+var errNoOrder = boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_order")
 
 // ownOrder returns the order named by the :order parameter if it belongs to
 // the logged-in account. Errors: ENOTFOUND for anyone else, so that an order
@@ -135,7 +135,7 @@ func (s *Server) handleTicketQR(c echo.Context) error {
 		c.Response().Header().Set("Cache-Control", "private, max-age=86400")
 		return c.Blob(http.StatusOK, "image/png", png)
 	}
-	return boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such ticket.")
+	return boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_ticket")
 }
 
 // handleMyOrders handles GET /me/orders: the account's orders, newest
@@ -150,7 +150,7 @@ func (s *Server) handleMyOrders(c echo.Context) error {
 		out := make([]map[string]any, len(orders))
 		for i, o := range orders {
 			out[i] = orderJSON(o, "")
-			out[i]["event_title"] = o.EventTitle
+			out[i]["event_title"] = o.EventTitle.In(views.Lang(ctx))
 		}
 		return c.JSON(http.StatusOK, map[string]any{"orders": out})
 	}

@@ -35,9 +35,9 @@ func (a *testApp) saleEvent(t *testing.T) *boxoffice.Event {
 	}
 	in := boxoffice.NewEventInput()
 	now := time.Now().UTC().Truncate(time.Minute)
-	in.VenueID, in.Title = v.ID, "Checkout Night"
+	in.VenueID, in.Title = v.ID, boxoffice.Text{"en": "Checkout Night"}
 	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = now.Add(-time.Hour), now.Add(24*time.Hour), now.Add(48*time.Hour)
-	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 150000}}
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 150000}}
 	in.Normalize()
 	e, err := a.Srv.Events.CreateEvent(ctx, in)
 	if err == nil {
@@ -178,8 +178,8 @@ func TestCheckoutJourney(t *testing.T) {
 	if got := testid(page, "order-status"); got != "Confirmed" {
 		t.Errorf("order-status %q, want Confirmed", got)
 	}
-	if got := testid(page, "order-amount"); got != "₩ 300,000" {
-		t.Errorf("order-amount %q, want ₩ 300,000", got)
+	if got := testid(page, "order-amount"); got != "₩300,000" {
+		t.Errorf("order-amount %q, want ₩300,000", got)
 	}
 	if _, polls := page.Find(`[data-testid="order"]`).Attr("hx-trigger"); polls {
 		t.Error("a confirmed order's page still polls")

@@ -24,10 +24,11 @@ func (s *Server) handleHome(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
+		lang := views.Lang(c.Request().Context())
 		out := make([]map[string]any, 0, len(events))
 		for _, e := range events {
 			out = append(out, map[string]any{
-				"id": e.ID, "title": e.Title, "venue": e.VenueName, "starts_at": e.StartsAt,
+				"id": e.ID, "title": e.Title.In(lang), "venue": e.VenueName, "starts_at": e.StartsAt,
 				"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt, "status": e.Status,
 			})
 		}

@@ -16,7 +16,7 @@ import (
 
 // errBadPaymentLink refuses a PG redirect whose parameters the PG would not
 // send: missing, malformed or too long. Nothing is looked up.
-var errBadPaymentLink = boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment link is incomplete or malformed.")
+var errBadPaymentLink = boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_link")
 
 // maxFailMessageLen bounds the fail redirect's message, in characters. It
 // is never shown (anyone can write it into a link), but is read.
@@ -94,7 +94,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if errors.As(err, &he) {
 		return err // the body limit: 413
 	} else if err != nil {
-		return boxoffice.Errorf(boxoffice.EBADREQUEST, "The webhook body could not be read.")
+		return boxoffice.NewError(boxoffice.EBADREQUEST, "err_webhook_unreadable")
 	}
 	ev, err := payment.ParseWebhook(body)
 	if errors.Is(err, payment.ErrUnknownEventType) {

@@ -110,7 +110,7 @@ func (s *Server) liveEvent(ctx context.Context, id int64) (*boxoffice.Event, err
 		return nil, err
 	}
 	if e.Status == boxoffice.EventDraft && !boxoffice.AccountFromContext(ctx).IsAdmin() {
-		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "There is no such event.")
+		return nil, errNoEvent
 	}
 	return e, nil
 }
@@ -120,7 +120,7 @@ func (s *Server) liveEvent(ctx context.Context, id int64) (*boxoffice.Event, err
 func queueNotOpen(e *boxoffice.Event, now time.Time) error {
 	return &boxoffice.Error{
 		Code:    boxoffice.EQUEUENOTOPEN,
-		Message: views.QueueNotOpenMessage(e, now),
+		Msg:     views.QueueNotOpenMsg(e, now),
 		Details: map[string]any{"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt},
 	}
 }

@@ -22,9 +22,10 @@ const streamHeartbeat = 15 * time.Second
 // queueHub fans the waiting room's positions out to this instance's SSE
 // clients. While an event has clients, one goroutine per event wakes each
 // admission tick, reads every client's position with one Queue.Positions
-// call (one Redis round trip, however many clients), and hands each client
-// its position; each client's handler renders its own fragment. The
-// goroutine ends at the first tick without clients, or on s.Stopping.
+// call (one Redis round trip, however many clients), renders each distinct
+// fragment once per language (fans in the same state share it: the sold
+// out or paused line, the admitted), and hands each client its fragment.
+// The goroutine ends at the first tick without clients, or on s.Stopping.
 type queueHub struct {
 	s *Server
 
@@ -32,20 +33,33 @@ type queueHub struct {
 	events map[int64]map[*queueFan]struct{} // fans by event; an entry means its goroutine runs
 }
 
-// queueFan is one SSE client: an account and its session's epoch, and the
-// latest position not yet sent (a buffer of one: a slow client skips to
-// the newest).
+// queueFan is one SSE client: an account, its session's place in line and
+// its language, and the latest fragment not yet sent (a buffer of one: a
+// slow client skips to the newest).
 type queueFan struct {
 	account int64
-	epoch   string
+	place   queuePlace
+	lang    string
 	updates chan queueUpdate
 }
 
-// queueUpdate is a fan's state at a tick: a position, or the queue closing.
+// queueUpdate is a fan's fragment at a tick: the SSE event's name
+// ("position" or "admitted"), the rendered state, and whether it is final.
 type queueUpdate struct {
-	event    *boxoffice.Event // as read at the tick
-	position boxoffice.QueuePosition
-	err      error // EQUEUENOTOPEN when the queue no longer takes fans
+	name  string
+	data  string
+	final bool
+}
+
+// fragmentKey is what a waiting-room fragment depends on besides the event:
+// fans with equal keys get the same fragment, rendered once.
+type fragmentKey struct {
+	lang            string
+	status          string
+	position, ahead int
+	eta             time.Duration
+	paused          bool
+	progress        float64
 }
 
 func newQueueHub(s *Server) *queueHub {
@@ -54,8 +68,8 @@ func newQueueHub(s *Server) *queueHub {
 
 // join adds a client of the event, starting the event's goroutine if none
 // runs.
-func (h *queueHub) join(eventID, account int64, epoch string) *queueFan {
-	f := &queueFan{account: account, epoch: epoch, updates: make(chan queueUpdate, 1)}
+func (h *queueHub) join(eventID, account int64, place queuePlace, lang string) *queueFan {
+	f := &queueFan{account: account, place: place, lang: lang, updates: make(chan queueUpdate, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	fans, ok := h.events[eventID]
@@ -120,37 +134,69 @@ func (h *queueHub) run(eventID int64) {
 	}
 }
 
-// push reads the positions of fans (one Redis round trip) and hands each
-// fan its own. A failed read is logged and skipped: the fans keep their
-// last fragment and the next tick tries again.
+// push reads the positions of fans (one Redis round trip), renders each
+// distinct fragment once per language and hands each fan its own. A failed
+// read is logged and skipped: the fans keep their last fragment and the
+// next tick tries again.
 func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 	e, err := h.s.LiveEvents.Event(ctx, eventID)
 	if err != nil {
 		h.s.Logger.Warn("queue stream: read event", "event", eventID, "err", err)
 		return
 	}
-	if now := h.s.Now(); !e.QueueOpen(now) {
+	var positions map[int64]boxoffice.QueuePosition
+	now := h.s.Now()
+	closed := !e.QueueOpen(now)
+	if !closed {
+		epochs := make(map[int64]string, len(fans))
 		for _, f := range fans {
-			f.send(queueUpdate{event: e, err: queueNotOpen(e, now)})
+			if epochs[f.account] == "" {
+				epochs[f.account] = f.place.epoch
+			}
 		}
-		return
+		if positions, err = h.s.Queue.Positions(ctx, eventID, epochs); err != nil {
+			if ctx.Err() == nil {
+				h.s.Logger.Warn("queue stream: read positions", "event", eventID, "err", err)
+			}
+			return
+		}
 	}
-	epochs := make(map[int64]string, len(fans))
+	rendered := map[fragmentKey]queueUpdate{}
 	for _, f := range fans {
-		if epochs[f.account] == "" {
-			epochs[f.account] = f.epoch
+		var v views.QueueView
+		if closed {
+			v, err = h.s.queueView(e, boxoffice.QueuePosition{}, queueNotOpen(e, now), f.place)
+		} else {
+			v, err = h.s.queueView(e, positions[f.account], nil, f.place)
 		}
-	}
-	positions, err := h.s.Queue.Positions(ctx, eventID, epochs)
-	if err != nil {
-		if ctx.Err() == nil {
-			h.s.Logger.Warn("queue stream: read positions", "event", eventID, "err", err)
+		if err != nil {
+			continue
 		}
-		return
+		key := fragmentKey{f.lang, v.Status, v.Position, v.Ahead, v.ETA, v.Paused, v.Progress}
+		u, ok := rendered[key]
+		if !ok {
+			if u, err = renderQueueUpdate(ctx, v, f.lang); err != nil {
+				h.s.Logger.Error("queue stream: render", "event", eventID, "err", err)
+				return
+			}
+			rendered[key] = u
+		}
+		f.send(u)
 	}
-	for _, f := range fans {
-		f.send(queueUpdate{event: e, position: positions[f.account]})
+}
+
+// renderQueueUpdate renders the waiting room's state v in lang as an SSE
+// event: "admitted" for an admitted fan, "position" otherwise.
+func renderQueueUpdate(ctx context.Context, v views.QueueView, lang string) (queueUpdate, error) {
+	var buf bytes.Buffer
+	if err := views.QueueState(v).Render(boxoffice.NewContextWithLang(ctx, lang), &buf); err != nil {
+		return queueUpdate{}, fmt.Errorf("render queue state: %w", err)
 	}
+	u := queueUpdate{name: "position", data: buf.String(), final: v.Final()}
+	if v.Status == boxoffice.QueueAdmitted {
+		u.name = "admitted"
+	}
+	return u, nil
 }
 
 // send replaces the fan's pending update with u. Only the event's
@@ -187,8 +233,7 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	if _, err := s.liveEvent(ctx, id); err != nil {
 		return err
 	}
-	pl := s.queuePlace(c, id)
-	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, pl.epoch)
+	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, s.queuePlace(c, id), views.Lang(ctx))
 	defer s.queueHub.leave(id, fan)
 
 	w := c.Response()
@@ -200,7 +245,6 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 
 	heartbeat := time.NewTicker(streamHeartbeat)
 	defer heartbeat.Stop()
-	var buf bytes.Buffer
 	for {
 		select {
 		case <-ctx.Done():
@@ -217,22 +261,10 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 			}
 			w.Flush()
 		case u := <-fan.updates:
-			v, err := s.queueView(u.event, u.position, u.err, pl)
-			if err != nil {
+			if err := writeEvent(w, u.name, u.data); err != nil {
 				return nil
 			}
-			buf.Reset()
-			if err := views.QueueState(v).Render(ctx, &buf); err != nil {
-				return fmt.Errorf("render queue state: %w", err)
-			}
-			name := "position"
-			if v.Status == boxoffice.QueueAdmitted {
-				name = "admitted"
-			}
-			if err := writeEvent(w, name, buf.String()); err != nil {
-				return nil
-			}
-			if v.Final() {
+			if u.final {
 				writeEvent(w, "close", "end")
 				return nil
 			}

@@ -37,9 +37,9 @@ func (a *testApp) newEvent(t *testing.T, opens, ends time.Time, draft bool) *box
 		t.Fatal(err)
 	}
 	in := boxoffice.NewEventInput()
-	in.VenueID, in.Title = venue.ID, "Queue Night"
+	in.VenueID, in.Title = venue.ID, boxoffice.Text{"en": "Queue Night"}
 	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = opens.Truncate(time.Second), ends.Truncate(time.Second), ends.Add(time.Hour).Truncate(time.Second)
-	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 100000}}
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 100000}}
 	ev, err := a.Srv.Events.CreateEvent(ctx, in)
 	if err != nil {
 		t.Fatalf("create event: %v %v", err, boxoffice.ErrorProblems(err))

@@ -89,7 +89,7 @@ func (s *Server) rateLimit(rules []limitRule) echo.MiddlewareFunc {
 				}
 				if wait > 0 {
 					c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-					return boxoffice.Errorf(boxoffice.ERATELIMITED, "Too many attempts. Please wait a moment and try again.")
+					return boxoffice.NewError(boxoffice.ERATELIMITED, "err_rate_limited")
 				}
 			}
 			return next(c)

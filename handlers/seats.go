@@ -224,7 +224,7 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 }
 
 // errNoSection refuses a section parameter that names no section of the map.
-var errNoSection = boxoffice.Errorf(boxoffice.EBADREQUEST, "There is no such section.")
+var errNoSection = boxoffice.NewError(boxoffice.EBADREQUEST, "err_no_section")
 
 // checkSection returns errNoSection unless section is "" (none) or the name
 // of one of e's sections, so that a section parameter of any length or

@@ -23,11 +23,11 @@ func arena(b *testing.B) (*boxoffice.Event, *eventSeats, boxoffice.SeatMapState)
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &boxoffice.Event{ID: 1, Title: "Arena", Currency: "KRW", TimeZone: "Asia/Seoul", MaxPerAccount: 5, Grades: []boxoffice.Grade{
-		{Code: "VIP", Name: "VIP seat", Price: 220000, Color: "#8e44ad"},
-		{Code: "R", Name: "R seat", Price: 176000, Color: "#c0392b"},
-		{Code: "S", Name: "S seat", Price: 154000, Color: "#e67e22"},
-		{Code: "A", Name: "A seat", Price: 132000, Color: "#f1c40f"},
+	e := &boxoffice.Event{ID: 1, Title: boxoffice.Text{"en": "Arena"}, Currency: "KRW", TimeZone: "Asia/Seoul", MaxPerAccount: 5, Grades: []boxoffice.Grade{
+		{Code: "VIP", Name: boxoffice.Text{"en": "VIP seat"}, Price: 220000, Color: "#8e44ad"},
+		{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 176000, Color: "#c0392b"},
+		{Code: "S", Name: boxoffice.Text{"en": "S seat"}, Price: 154000, Color: "#e67e22"},
+		{Code: "A", Name: boxoffice.Text{"en": "A seat"}, Price: 132000, Color: "#f1c40f"},
 	}}
 	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{}}
 	for i, s := range seats {

@@ -40,11 +40,11 @@ func (a *testApp) newSeatEvent(t *testing.T) *boxoffice.Event {
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	in := boxoffice.NewEventInput()
-	in.VenueID, in.Title = venue.ID, "Test Night"
+	in.VenueID, in.Title = venue.ID, boxoffice.Text{"en": "Test Night"}
 	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = now.Add(-time.Hour), now.Add(24*time.Hour), now.Add(48*time.Hour)
 	in.Grades = []boxoffice.Grade{
-		{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"},
-		{Code: "S", Name: "S seat", Price: 90000, Color: "#2980b9"},
+		{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 150000, Color: "#c0392b"},
+		{Code: "S", Name: boxoffice.Text{"en": "S seat"}, Price: 90000, Color: "#2980b9"},
 	}
 	e, err := a.Srv.Events.CreateEvent(ctx, in)
 	if err != nil {
@@ -264,7 +264,7 @@ func TestSeatMap_Page(t *testing.T) {
 		t.Errorf("the map draws %d seats, want %d", n, seatEventSeats)
 	}
 	seat := d.Find(`circle[data-id="A-1-2"]`)
-	if label, _ := seat.Attr("aria-label"); label != "Section A, row 1, seat 2, grade R, ₩ 150,000" {
+	if label, _ := seat.Attr("aria-label"); label != "Section A, row 1, seat 2, R seat, ₩150,000" {
 		t.Errorf("seat A-1-2 aria-label = %q", label)
 	}
 	if _, disabled := seat.Attr("aria-disabled"); disabled || seat.HasClass("held") {
@@ -283,7 +283,7 @@ func TestSeatMap_Page(t *testing.T) {
 	if d.Find(`[data-testid=stage]`).Length() != 1 || d.Find(`polygon.section-shape`).Length() != 3 {
 		t.Error("the map lacks the stage or the three sections' outlines")
 	}
-	for code, price := range map[string]string{"R": "₩ 150,000", "S": "₩ 90,000"} {
+	for code, price := range map[string]string{"R": "₩150,000", "S": "₩90,000"} {
 		if got := testid(d, "legend-grade-"+code); !strings.Contains(got, price) {
 			t.Errorf("legend of grade %s = %q, want its price %s", code, got, price)
 		}

@@ -80,6 +80,10 @@ type Server struct {
 	// Seat map (issue 5): each event's seats, loaded once per process.
 	seatMaps seatMapCache
 
+	// DefaultLang is the language of a visitor who states none (a tag of
+	// views.Langs; DEFAULT_LANG): views.Korean when "".
+	DefaultLang string
+
 	// Checkout and payments.
 	Orders boxoffice.OrderService
 	// SandboxPG, when set (PG_PROVIDER=sandbox), is mounted under /sandbox-pg.
@@ -104,7 +108,7 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	e.Pre(s.bodyDeadline())
-	e.Use(securityHeaders, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
+	e.Use(securityHeaders, s.language, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
@@ -119,6 +123,7 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/login", s.handleLoginPage)
 	app.POST("/login", s.handleLogin, s.rateLimit(loginLimits))
 	app.POST("/logout", s.handleLogout)
+	app.POST("/lang", s.handleLang)
 
 	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
 	// import has its own, larger body limit, applied once requireAdmin let

@@ -376,7 +376,11 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		s.cfg.Logger.Error("sandbox PG: checkout", "order_id", f.orderID, "err", err)
-		http.Error(w, "The sandbox PG could not record the payment.", http.StatusInternalServerError)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusInternalServerError)
+		if err := views.SandboxPGFailedPage().Render(r.Context(), w); err != nil {
+			s.cfg.Logger.Error("sandbox PG: render failure page", "err", err)
+		}
 		return
 	}
 	// ScenarioWebhookBeforeRedirect: the first attempt of each webhook ends

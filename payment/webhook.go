@@ -26,9 +26,9 @@ const WebhookCreatedAtLayout = "2006-01-02T15:04:05.000000"
 // Errors of ParseWebhook. They are *boxoffice.Error values, so that the
 // webhook handler's error table answers 413 and 400; test with errors.Is.
 var (
-	ErrWebhookTooLarge  = &boxoffice.Error{Code: boxoffice.ETOOLARGE, Message: "The webhook body is too large."}
-	ErrWebhookMalformed = &boxoffice.Error{Code: boxoffice.EBADREQUEST, Message: "The webhook body is not a payment event."}
-	ErrUnknownEventType = &boxoffice.Error{Code: boxoffice.EBADREQUEST, Message: "The webhook's event type is not handled."}
+	ErrWebhookTooLarge  = boxoffice.NewError(boxoffice.ETOOLARGE, "err_webhook_too_large")
+	ErrWebhookMalformed = boxoffice.NewError(boxoffice.EBADREQUEST, "err_webhook_malformed")
+	ErrUnknownEventType = boxoffice.NewError(boxoffice.EBADREQUEST, "err_webhook_event_type")
 )
 
 // WebhookEvent is a Toss payment-status webhook:

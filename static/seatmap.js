@@ -189,12 +189,14 @@
   // The countdown of the fan's holds: from the TTL in ms that the server read
   // from Redis, on the browser's monotonic clock, never its wall clock.
   var deadline = null, timer = null;
-  function format(ms) {
+  // The words come from the page, in its language (data-fmt-h, -m, -s).
+  function format(ms, el) {
     var s = Math.ceil(ms / 1000);
     var pad = function (n) { return (n < 10 ? "0" : "") + n; };
-    if (s >= 3600) return Math.floor(s / 3600) + " h " + pad(Math.floor((s % 3600) / 60)) + " min";
-    if (s >= 60) return Math.floor(s / 60) + " min " + pad(s % 60) + " s";
-    return s + " s";
+    var f = function (name) { return el.getAttribute("data-fmt-" + name); };
+    if (s >= 3600) return f("h").replace("{h}", Math.floor(s / 3600)).replace("{m}", pad(Math.floor((s % 3600) / 60)));
+    if (s >= 60) return f("m").replace("{m}", Math.floor(s / 60)).replace("{s}", pad(s % 60));
+    return f("s").replace("{s}", s);
   }
   function startCountdown(ttl) {
     var el = panel.querySelector("[data-ttl-ms]");
@@ -207,7 +209,7 @@
     var el = panel.querySelector("[data-ttl-ms]");
     if (!el || deadline === null) return;
     var left = deadline - performance.now();
-    el.querySelector("[data-countdown]").textContent = format(Math.max(0, left));
+    el.querySelector("[data-countdown]").textContent = format(Math.max(0, left), el);
     if (left > 0) {
       timer = setTimeout(tick, Math.min(250, left));
       return;

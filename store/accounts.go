@@ -53,12 +53,12 @@ func (s *Accounts) CreateAccount(ctx context.Context, in boxoffice.Signup) (*box
 	if err != nil {
 		return nil, fmt.Errorf("hash password: %w", err)
 	}
-	a := &boxoffice.Account{Email: in.Email, Name: in.Name, Role: in.Role}
+	a := &boxoffice.Account{Email: in.Email, Name: in.Name, Role: in.Role, Lang: in.Lang}
 	err = s.DB.Pool.QueryRow(ctx,
-		`INSERT INTO account (email, name, password_hash, role) VALUES ($1, $2, $3, $4)
-		 RETURNING id, created_at`, in.Email, in.Name, string(hash), in.Role).Scan(&a.ID, &a.CreatedAt)
+		`INSERT INTO account (email, name, password_hash, role, lang) VALUES ($1, $2, $3, $4, $5)
+		 RETURNING id, created_at`, in.Email, in.Name, string(hash), in.Role, in.Lang).Scan(&a.ID, &a.CreatedAt)
 	if pgErrCode(err) == "23505" {
-		return nil, boxoffice.Invalid(map[string]string{"email": "An account with this e-mail address already exists."})
+		return nil, boxoffice.Invalid(map[string]boxoffice.Msg{"email": boxoffice.M("val_email_taken")})
 	} else if err != nil {
 		return nil, fmt.Errorf("insert account: %w", err)
 	}
@@ -79,9 +79,9 @@ func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*b
 	var a boxoffice.Account
 	var hash string
 	err := s.DB.Pool.QueryRow(ctx,
-		`SELECT id, email, name, role, created_at, password_hash FROM account WHERE email = $1`, in.Email).
-		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.CreatedAt, &hash)
-	wrong := boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "That e-mail and password do not match an account.")
+		`SELECT id, email, name, role, lang, created_at, password_hash FROM account WHERE email = $1`, in.Email).
+		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.Lang, &a.CreatedAt, &hash)
+	wrong := boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_login_wrong")
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		_ = bcrypt.CompareHashAndPassword(s.dummyHash(), []byte(password))
@@ -98,10 +98,23 @@ func (s *Accounts) Authenticate(ctx context.Context, email, password string) (*b
 // FindAccountByID returns the account. Errors: ENOTFOUND.
 func (s *Accounts) FindAccountByID(ctx context.Context, id int64) (*boxoffice.Account, error) {
 	var a boxoffice.Account
-	err := s.DB.Pool.QueryRow(ctx, `SELECT id, email, name, role, created_at FROM account WHERE id = $1`, id).
-		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.CreatedAt)
+	err := s.DB.Pool.QueryRow(ctx, `SELECT id, email, name, role, lang, created_at FROM account WHERE id = $1`, id).
+		Scan(&a.ID, &a.Email, &a.Name, &a.Role, &a.Lang, &a.CreatedAt)
 	if err != nil {
-		return nil, fmt.Errorf("find account %d: %w", id, notFound(err, "No such account."))
+		return nil, fmt.Errorf("find account %d: %w", id, notFound(err, "err_not_found"))
 	}
 	return &a, nil
+}
+
+// SetAccountLang stores the language the account chose (a base tag such as
+// "ko"; the column's CHECK refuses anything else). Errors: ENOTFOUND.
+func (s *Accounts) SetAccountLang(ctx context.Context, id int64, lang string) error {
+	tag, err := s.DB.Pool.Exec(ctx, `UPDATE account SET lang = $2 WHERE id = $1`, id, lang)
+	if err != nil {
+		return fmt.Errorf("set language of account %d: %w", id, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return boxoffice.NewError(boxoffice.ENOTFOUND, "err_not_found")
+	}
+	return nil
 }

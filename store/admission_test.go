@@ -18,7 +18,7 @@ func TestEvents_OpenQueues(t *testing.T) {
 	now := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	mk := func(title string, opens, ends time.Time, publish bool) *boxoffice.Event {
 		in := eventInput(f.venue.ID, "R", "S", "A")
-		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = title, opens, ends, ends.Add(time.Hour)
+		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = boxoffice.Text{"en": title}, opens, ends, ends.Add(time.Hour)
 		ev := mustCreateEvent(t, f.es, in)
 		if publish {
 			if _, err := f.es.PublishEvent(ctx, ev.ID); err != nil {
@@ -37,7 +37,7 @@ func TestEvents_OpenQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := eventInput(f.venue.ID, "R", "S", "A")
-	in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = "Tuned", now.Add(-time.Hour), now.Add(time.Hour), now.Add(2*time.Hour)
+	in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = boxoffice.Text{"en": "Tuned"}, now.Add(-time.Hour), now.Add(time.Hour), now.Add(2*time.Hour)
 	in.AdmissionRate, in.MaxAdmitted, in.HoldTTL, in.TokenTTL = 7, 3, 60*time.Second, 90*time.Second
 	tuned := mustCreateEvent(t, f.es, in)
 	if _, err := f.es.PublishEvent(ctx, tuned.ID); err != nil {
@@ -88,7 +88,7 @@ func TestAdmitter_EventsSource(t *testing.T) {
 	now := time.Now()
 	mk := func(title string, opens time.Time) *boxoffice.Event {
 		in := eventInput(f.venue.ID, "R", "S", "A")
-		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = title, opens, opens.Add(2*time.Hour), opens.Add(3*time.Hour)
+		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = boxoffice.Text{"en": title}, opens, opens.Add(2*time.Hour), opens.Add(3*time.Hour)
 		in.AdmissionRate = 2
 		ev := mustCreateEvent(t, f.es, in)
 		if _, err := f.es.PublishEvent(ctx, ev.ID); err != nil {

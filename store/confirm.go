@@ -39,8 +39,7 @@ type TicketOfEvent struct {
 // errPGUnavailable is the answer while the PG does not answer (or answers
 // that it cannot say yet): the caller retries later, and meanwhile the
 // reconciler does.
-var errPGUnavailable = boxoffice.Errorf(boxoffice.EUNAVAILABLE,
-	"The payment gateway did not answer. Your order will be settled as soon as it does.")
+var errPGUnavailable = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable_settle")
 
 // Confirm is the one confirmation routine: the PG's success redirect, its
 // webhook (ConfirmWebhook) and the reconciler (Reconcile) all call it, any
@@ -73,7 +72,7 @@ var errPGUnavailable = boxoffice.Errorf(boxoffice.EUNAVAILABLE,
 // the PG has not confirmed yet is Outcome refund_pending.
 func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*boxoffice.Confirmation, error) {
 	if !payment.ValidPaymentKey(paymentKey) {
-		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
+		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
 	o, err := s.FindOrderByID(ctx, orderID)
 	if err != nil {
@@ -132,18 +131,18 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 // does not answer; and Confirm's (ENOTFOUND: not one of our orders).
 func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*boxoffice.Confirmation, error) {
 	if !payment.ValidPaymentKey(paymentKey) {
-		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "The payment key is missing or malformed.")
+		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
 	case payment.IsCode(err, payment.CodeNotFoundPayment):
-		return nil, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "The payment gateway does not know this payment.")
+		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
 	case payment.IsTemporary(err):
 		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
 		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
 	case p.OrderID != orderID || p.PaymentKey != paymentKey:
-		return nil, boxoffice.Errorf(boxoffice.EUNAUTHORIZED, "The payment gateway reports this payment for another order.")
+		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
 	}
 	return s.Confirm(ctx, p.OrderID, p.PaymentKey, nil)
 }
@@ -159,9 +158,9 @@ func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, paymentKe
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
 	case err != nil && payment.IsTemporary(err):
-		return nil, boxoffice.Errorf(boxoffice.EUNAVAILABLE, "The payment gateway does not answer. Please try again in a moment.")
+		return nil, boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
 	case err != nil || p.OrderID != o.ID:
-		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment does not belong to the order.")
+		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
 	}
 	_, err = s.DB.Pool.Exec(ctx, `
 		UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
@@ -193,7 +192,7 @@ func (s *Orders) recorded(ctx context.Context, o *boxoffice.Order, paymentKey st
 	case err != nil:
 		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
 	case orderID != o.ID:
-		return nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment is for another order.")
+		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
 	case outcome == boxoffice.PaymentRejected:
 		return nil, nil
 	}
@@ -227,13 +226,13 @@ func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey strin
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
 	case payment.IsCode(err, payment.CodeNotFoundPayment):
-		return nil, nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "There is no such payment.")
+		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_no_payment")
 	case payment.IsTemporary(err):
 		return nil, nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
 		return nil, nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
 	case p.OrderID != o.ID || p.PaymentKey != paymentKey:
-		return nil, nil, boxoffice.Errorf(boxoffice.EBADREQUEST, "This payment is for another order.")
+		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
 	}
 	return p, confirmErr, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -37,7 +38,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 			return fmt.Errorf("find venue: %w", err)
 		}
 		if !exists {
-			return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+			return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
 		}
 		if err := checkGradesCover(ctx, tx, venueGradesQuery, in.VenueID, in.Grades); err != nil {
 			return err
@@ -49,7 +50,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0))
 			RETURNING id`, eventArgs(in)...).Scan(&id)
 		if pgErrCode(err) == "23503" { // the venue was deleted a moment ago
-			return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+			return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
 		} else if err != nil {
 			return fmt.Errorf("insert event: %w", err)
 		}
@@ -92,8 +93,7 @@ func checkGradesCover(ctx context.Context, tx pgx.Tx, query string, id int64, gr
 		return fmt.Errorf("find seat grades: %w", err)
 	}
 	if len(missing) > 0 {
-		return boxoffice.Invalid(map[string]string{"grades": fmt.Sprintf(
-			"The venue has seats of grade %s: add a grade with a price for each.", strings.Join(missing, ", "))})
+		return boxoffice.Invalid(map[string]boxoffice.Msg{"grades": boxoffice.M("val_grades_missing", "Grades", strings.Join(missing, ", "))})
 	}
 	return nil
 }
@@ -111,11 +111,15 @@ func gradeCodes(grades []boxoffice.Grade) []string {
 func upsertGrades(ctx context.Context, tx pgx.Tx, eventID int64, grades []boxoffice.Grade) error {
 	names, prices, colors := make([]string, len(grades)), make([]int64, len(grades)), make([]string, len(grades))
 	for i, g := range grades {
-		names[i], prices[i], colors[i] = g.Name, g.Price, g.Color
+		name, err := json.Marshal(g.Name)
+		if err != nil {
+			return fmt.Errorf("save grades: %w", err)
+		}
+		names[i], prices[i], colors[i] = string(name), g.Price, g.Color
 	}
 	_, err := tx.Exec(ctx, `
 		INSERT INTO grade (event_id, code, name, price, color)
-		SELECT $1, * FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[])
+		SELECT $1, * FROM unnest($2::text[], $3::jsonb[], $4::bigint[], $5::text[])
 		ON CONFLICT (event_id, code) DO UPDATE SET name = excluded.name, price = excluded.price, color = excluded.color`,
 		eventID, gradeCodes(grades), names, prices, colors)
 	if err != nil {
@@ -161,7 +165,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 		var venueID int64
 		err := tx.QueryRow(ctx, `SELECT venue_id FROM event WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&venueID)
 		if err != nil {
-			return fmt.Errorf("find event %d: %w", id, notFound(err, "No such event."))
+			return fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
 		}
 		newVenue := in.VenueID != venueID
 		if newVenue { // no orders, hence no sold seats
@@ -218,7 +222,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 }
 
 func venueConflict() error {
-	return boxoffice.Errorf(boxoffice.ECONFLICT, "The venue cannot change: this event already has orders.")
+	return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_venue_fixed")
 }
 
 // checkVenueChange refuses a new venue once the event has orders, and checks
@@ -233,7 +237,7 @@ func checkVenueChange(ctx context.Context, tx pgx.Tx, eventID, venueID int64) er
 	case ordered:
 		return venueConflict()
 	case !exists:
-		return boxoffice.Invalid(map[string]string{"venue_id": "No such venue."})
+		return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
 	}
 	return nil
 }
@@ -273,7 +277,7 @@ func checkSoldPrices(ctx context.Context, tx pgx.Tx, eventID int64, grades []box
 		return fmt.Errorf("find sold grades: %w", err)
 	}
 	if len(sold) > 0 {
-		e := boxoffice.Errorf(boxoffice.ECONFLICT, "Tickets of grade %s are sold, so its price cannot change.", strings.Join(sold, ", "))
+		e := boxoffice.NewError(boxoffice.ECONFLICT, "err_event_price_fixed", "Grades", strings.Join(sold, ", "))
 		e.Details = map[string]any{"grades": sold}
 		return e
 	}
@@ -321,7 +325,7 @@ func (s *Events) setStatus(ctx context.Context, id int64, to string, saleOpenAt 
 			return nil
 		}
 		if slices.Contains(from, ev.Status) {
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "The sale of this event has already ended. Move its end later to publish it.")
+			return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_sale_ended")
 		}
 		return statusConflict(ev.Status)
 	})
@@ -334,11 +338,11 @@ func (s *Events) setStatus(ctx context.Context, id int64, to string, saleOpenAt 
 func statusConflict(status string) error {
 	switch status {
 	case boxoffice.EventOnSale:
-		return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is on sale already.")
+		return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_on_sale")
 	case boxoffice.EventClosed:
-		return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is closed.")
+		return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_closed")
 	}
-	return boxoffice.Errorf(boxoffice.ECONFLICT, "The event is a draft.")
+	return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_draft")
 }
 
 // SetAdmission pauses (paused true) or resumes admission and/or sets its
@@ -347,12 +351,12 @@ func statusConflict(status string) error {
 // Fields["rate"] (outside 1 to boxoffice.MaxAdmissionRate) or, when both are
 // nil, Fields["paused"].
 func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate *int) (*boxoffice.Event, error) {
-	f := map[string]string{}
+	f := map[string]boxoffice.Msg{}
 	if paused == nil && rate == nil {
-		f["paused"] = "Choose pause, resume or a new rate."
+		f["paused"] = boxoffice.M("val_admission_choose")
 	}
 	if rate != nil && (*rate < 1 || *rate > boxoffice.MaxAdmissionRate) {
-		f["rate"] = fmt.Sprintf("Admit 1 to %d fans per second.", boxoffice.MaxAdmissionRate)
+		f["rate"] = boxoffice.M("val_admission_rate", "Max", boxoffice.MaxAdmissionRate)
 	}
 	if err := boxoffice.Invalid(f); err != nil {
 		return nil, err
@@ -367,7 +371,7 @@ func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate 
 			return fmt.Errorf("set admission of event %d: %w", id, err)
 		}
 		if tag.RowsAffected() == 0 {
-			return boxoffice.Errorf(boxoffice.ENOTFOUND, "No such event.")
+			return boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_event")
 		}
 		ev, err = findEvent(ctx, tx, id)
 		return err
@@ -405,7 +409,7 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, error) {
 	ev, err := scanEvent(q.QueryRow(ctx, eventQuery+` WHERE e.id = $1`, id))
 	if err != nil {
-		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "No such event."))
+		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
 	}
 	rows, err := q.Query(ctx, `
 		SELECT g.code, g.name, g.price, g.color, count(s.label), count(s.label) - count(ss.seat_label)

@@ -55,9 +55,9 @@ func TestEvents_CreateEvent(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		in := eventInput(f.venue.ID, "R", "S", "A")
-		in.Title, in.Description, in.MaxAdmitted = " Gala ", "An evening", 500
+		in.Title, in.Description, in.MaxAdmitted = boxoffice.Text{"en": " Gala ", "ko": " 갈라 "}, boxoffice.Text{"en": "An evening"}, 500
 		ev := mustCreateEvent(t, f.es, in)
-		if ev.ID == 0 || ev.Title != "Gala" || ev.Description != "An evening" || ev.Status != boxoffice.EventDraft || ev.VenueName != "Hall" ||
+		if ev.ID == 0 || ev.Title.In("en") != "Gala" || ev.Title.In("ko") != "갈라" || ev.Description.In("ko") != "An evening" || ev.Status != boxoffice.EventDraft || ev.VenueName != "Hall" ||
 			ev.MaxAdmitted != 500 || ev.HoldTTL != 300*time.Second || ev.TokenTTL != 600*time.Second || ev.AdmissionRate != 100 ||
 			ev.MaxPerAccount != 5 || ev.Currency != "KRW" || ev.TimeZone != "Asia/Seoul" || ev.Paused {
 			t.Fatalf("CreateEvent = %+v", ev)
@@ -99,7 +99,7 @@ func TestEvents_CreateEvent(t *testing.T) {
 
 	t.Run("ErrInvalid", func(t *testing.T) {
 		in := eventInput(f.venue.ID, "R", "S", "A")
-		in.Title, in.Grades[1].Price = "", 0
+		in.Title, in.Grades[1].Price = nil, 0
 		_, err := f.es.CreateEvent(ctx, in)
 		if fe := fieldsOf(err); fe["title"] == "" || fe["grades[1].price"] == "" {
 			t.Fatalf("CreateEvent = %v %v, want title and grades[1].price", err, fe)
@@ -153,7 +153,7 @@ func TestEvents_SchemaConstraints(t *testing.T) {
 		name, sql, sqlstate string
 		args                []any
 	}{
-		{"NegativePrice", `INSERT INTO grade (event_id, code, name, price) VALUES ($1, 'Z', 'Z', -1)`, "23514", []any{ev.ID}},
+		{"NegativePrice", `INSERT INTO grade (event_id, code, name, price) VALUES ($1, 'Z', '{"en": "Z"}', -1)`, "23514", []any{ev.ID}},
 		{"ZeroPrice", `UPDATE grade SET price = 0 WHERE event_id = $1 AND code = 'R'`, "23514", []any{ev.ID}},
 		{"SeatWithoutGrade", `INSERT INTO event_seat (event_id, label, section, row_label, number, grade, x, y) VALUES ($1, 'Z-1-1', 'Z', '1', '1', 'VIP', 0, 0)`, "23503", []any{ev.ID}},
 		{"GradeInUse", `DELETE FROM grade WHERE event_id = $1 AND code = 'S'`, "23503", []any{ev.ID}},
@@ -210,14 +210,14 @@ func TestEvents_UpdateEvent(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		ev := mustCreateEvent(t, f.es, eventInput(f.venue.ID, "R", "S", "A", "VIP"))
 		in := ev.Input()
-		in.Title, in.MaxPerAccount, in.HoldTTL = "New title", 2, 120*time.Second
+		in.Title, in.MaxPerAccount, in.HoldTTL = boxoffice.Text{"en": "New title"}, 2, 120*time.Second
 		in.Grades[0].Price = 150                   // R
 		in.Grades = slices.Delete(in.Grades, 3, 4) // VIP has no seats: it may go
 		got, err := f.es.UpdateEvent(ctx, ev.ID, in)
 		if err != nil {
 			t.Fatalf("UpdateEvent: %v %v", err, fieldsOf(err))
 		}
-		if got.Title != "New title" || got.MaxPerAccount != 2 || got.HoldTTL != 120*time.Second || gradeSummary(got) != "R 150 10/10, S 90 4/4, A 80 3/3" {
+		if got.Title.In("en") != "New title" || got.MaxPerAccount != 2 || got.HoldTTL != 120*time.Second || gradeSummary(got) != "R 150 10/10, S 90 4/4, A 80 3/3" {
 			t.Fatalf("UpdateEvent = %+v (%s)", got, gradeSummary(got))
 		}
 		if !got.UpdatedAt.After(ev.UpdatedAt) && !got.UpdatedAt.Equal(ev.UpdatedAt) {
@@ -284,7 +284,7 @@ func TestEvents_UpdateEvent(t *testing.T) {
 		in.VenueID = small.ID
 		_, err := f.es.UpdateEvent(ctx, ev.ID, in)
 		wantCode(t, err, boxoffice.ECONFLICT)
-		if msg := boxoffice.ErrorMessage(err); !strings.Contains(msg, "venue") {
+		if msg := messageOf(err); !strings.Contains(msg, "venue") {
 			t.Fatalf("message %q does not name the venue", msg)
 		}
 	})
@@ -302,9 +302,9 @@ func TestEvents_UpdateEvent(t *testing.T) {
 		}
 		// Unsold grades' prices, and names and colours of any grade, may change.
 		in = ev.Input()
-		in.Grades[0].Name, in.Grades[0].Color, in.Grades[1].Price = "Royal", "#abcdef", 95
+		in.Grades[0].Name, in.Grades[0].Color, in.Grades[1].Price = boxoffice.Text{"en": "Royal"}, "#abcdef", 95
 		got, err := f.es.UpdateEvent(ctx, ev.ID, in)
-		if err != nil || gradeSummary(got) != "R 100 9/10, S 95 4/4, A 80 2/3" || got.Grades[0].Name != "Royal" || got.Grades[0].Color != "#abcdef" {
+		if err != nil || gradeSummary(got) != "R 100 9/10, S 95 4/4, A 80 2/3" || got.Grades[0].Name.In("en") != "Royal" || got.Grades[0].Color != "#abcdef" {
 			t.Fatalf("UpdateEvent(unsold price) = %s, %v", gradeSummary(got), err)
 		}
 	})
@@ -471,8 +471,8 @@ func TestEvents_PublishEvent_SaleEnded(t *testing.T) {
 			got, err := f.es.PublishEvent(ctx, ev.ID)
 			wantCode(t, err, tt.want)
 			if tt.want != "" {
-				if !strings.Contains(boxoffice.ErrorMessage(err), "already ended") {
-					t.Errorf("message %q, want it to say the sale has ended", boxoffice.ErrorMessage(err))
+				if !strings.Contains(messageOf(err), "already ended") {
+					t.Errorf("message %q, want it to say the sale has ended", messageOf(err))
 				}
 				if got, err = f.es.FindEventByID(ctx, ev.ID); err != nil || got.Status != boxoffice.EventDraft {
 					t.Errorf("after the refusal: %v, %v; want the draft unchanged", got, err)
@@ -523,7 +523,7 @@ func TestEvents_FindEvents(t *testing.T) {
 	f.db.Now = func() time.Time { return now }
 	mk := func(title string, opens time.Time) *boxoffice.Event {
 		in := eventInput(f.venue.ID, "R", "S", "A")
-		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = title, opens, opens.Add(48*time.Hour), opens.Add(72*time.Hour)
+		in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = boxoffice.Text{"en": title}, opens, opens.Add(48*time.Hour), opens.Add(72*time.Hour)
 		return mustCreateEvent(t, f.es, in)
 	}
 	ended := mk("Ended", now.Add(-72*time.Hour))                    // sale ended a day ago
@@ -547,7 +547,7 @@ func TestEvents_FindEvents(t *testing.T) {
 			if e.VenueName != "Hall" || e.Grades != nil {
 				t.Fatalf("FindEvents row %+v: want the venue name and no grades", e)
 			}
-			got = append(got, e.Title)
+			got = append(got, e.Title.In("en"))
 		}
 		return got
 	}
@@ -557,7 +557,7 @@ func TestEvents_FindEvents(t *testing.T) {
 	}{
 		{boxoffice.EventFilter{}, []string{"Ended", "Draft", "Running", "Later"}},
 		{boxoffice.EventFilter{Statuses: []string{boxoffice.EventOnSale}, Upcoming: true}, []string{"Running", "Later"}},
-		{boxoffice.EventFilter{Statuses: []string{boxoffice.EventDraft}}, []string{draft.Title}},
+		{boxoffice.EventFilter{Statuses: []string{boxoffice.EventDraft}}, []string{draft.Title.In("en")}},
 		{boxoffice.EventFilter{Upcoming: true}, []string{"Draft", "Running", "Later"}},
 	} {
 		if got := titles(tt.filter); !slices.Equal(got, tt.want) {

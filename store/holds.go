@@ -231,7 +231,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		case "taken":
 			err := &boxoffice.Error{
 				Code:    boxoffice.ESEATTAKEN,
-				Message: "Some of these seats were just taken. Please choose others.",
+				Msg:     boxoffice.M("hold_taken"),
 				Details: map[string]any{"seats": stringsOf(res[1])},
 			}
 			h.refuse(err)
@@ -240,7 +240,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 			owned, held := int(res[1].(int64)), int(res[2].(int64))
 			err := &boxoffice.Error{
 				Code:    boxoffice.ELIMITEXCEEDED,
-				Message: fmt.Sprintf("You may hold and buy at most %d seats for this event.", req.Limit),
+				Msg:     boxoffice.M("hold_limit", "Limit", req.Limit),
 				Details: map[string]any{"limit": req.Limit, "owned": owned, "held": held},
 			}
 			h.refuse(err)
@@ -275,7 +275,7 @@ func (h *Holds) Release(ctx context.Context, eventID, accountID int64, label str
 		return fmt.Errorf("release seat %s of event %d: %w", label, eventID, err)
 	}
 	if n == 0 {
-		return boxoffice.Errorf(boxoffice.ENOTFOUND, "You do not hold this seat.")
+		return boxoffice.NewError(boxoffice.ENOTFOUND, "hold_not_yours")
 	}
 	return nil
 }
@@ -504,7 +504,7 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, label
 	if len(res) > 0 {
 		return &boxoffice.Error{
 			Code:    boxoffice.ESEATTAKEN,
-			Message: "Your hold on some of these seats has ended.",
+			Msg:     boxoffice.M("hold_ended_some"),
 			Details: map[string]any{"seats": res},
 		}
 	}
@@ -553,8 +553,8 @@ func (h *Holds) refuse(err error) {
 // distinct, well-formed seats of the event. The error names malformed labels
 // cut to MaxSeatLabelLen characters, so that it never echoes a long string.
 func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string, limit int) error {
-	bad := func(msg string, seats []string) error {
-		err := &boxoffice.Error{Code: boxoffice.EBADSEAT, Message: msg}
+	bad := func(msg boxoffice.Msg, seats []string) error {
+		err := &boxoffice.Error{Code: boxoffice.EBADSEAT, Msg: msg}
 		if len(seats) > 0 {
 			err.Details = map[string]any{"seats": seats}
 		}
@@ -562,9 +562,9 @@ func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string,
 	}
 	switch {
 	case len(labels) == 0:
-		return bad("Choose at least one seat.", nil)
+		return bad(boxoffice.M("hold_choose_one"), nil)
 	case len(labels) > limit:
-		return bad(fmt.Sprintf("You may choose at most %d seats.", limit), nil)
+		return bad(boxoffice.M("hold_choose_max", "Max", limit), nil)
 	}
 	var malformed, dup []string
 	seen := make(map[string]bool, len(labels))
@@ -577,10 +577,10 @@ func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string,
 		seen[l] = true
 	}
 	if len(malformed) > 0 {
-		return bad("That is not a seat.", malformed)
+		return bad(boxoffice.M("hold_bad_seat"), malformed)
 	}
 	if len(dup) > 0 {
-		return bad("Each seat may be chosen once.", dup)
+		return bad(boxoffice.M("hold_duplicate"), dup)
 	}
 	known, err := h.eventLabels(ctx, eventID)
 	if err != nil {
@@ -593,7 +593,7 @@ func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string,
 		}
 	}
 	if len(unknown) > 0 {
-		return bad("There is no such seat at this event.", unknown)
+		return bad(boxoffice.M("hold_unknown_seat"), unknown)
 	}
 	return nil
 }

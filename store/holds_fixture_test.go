@@ -31,12 +31,12 @@ func newHoldEvent(tb testing.TB, db *store.DB, n int) fixtureEvent {
 		}
 		err := tx.QueryRow(ctx, `
 			INSERT INTO event (venue_id, title, starts_at, queue_opens_at, sale_ends_at, status)
-			VALUES ($1, 'Test Night', now() + interval '30 days', now() - interval '1 hour', now() + interval '1 day', 'on_sale')
+			VALUES ($1, '{"en": "Test Night"}', now() + interval '30 days', now() - interval '1 hour', now() + interval '1 day', 'on_sale')
 			RETURNING id`, venueID).Scan(&ev.ID)
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO grade (event_id, code, name, price) VALUES ($1, 'R', 'Royal', 150000), ($1, 'S', 'Special', 100000)`, ev.ID); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO grade (event_id, code, name, price) VALUES ($1, 'R', '{"en": "Royal"}', 150000), ($1, 'S', '{"en": "Special"}', 100000)`, ev.ID); err != nil {
 			return err
 		}
 		for _, g := range []struct {

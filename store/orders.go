@@ -128,21 +128,22 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 		return nil, err
 	}
 	if len(labels) == 0 {
-		return nil, boxoffice.Errorf(boxoffice.ENOHOLDS, "You hold no seats for this event. Choose seats first.")
+		return nil, boxoffice.NewError(boxoffice.ENOHOLDS, "order_no_holds")
 	}
 	now := s.DB.Now()
 	var id string
 	var expiresAt time.Time
 	err = s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		var title, status string
+		var title boxoffice.Text
+		var status string
 		var saleEnds time.Time
 		err := tx.QueryRow(ctx, `SELECT title, status, sale_ends_at FROM event WHERE id = $1`, eventID).
 			Scan(&title, &status, &saleEnds)
 		if err != nil {
-			return notFound(err, "There is no such event.")
+			return notFound(err, "err_no_event")
 		}
 		if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
-			return boxoffice.Errorf(boxoffice.ECONFLICT, "This sale has ended.")
+			return boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_ended")
 		}
 		if _, err := lockPurchases(ctx, tx, eventID, accountID); err != nil {
 			return err
@@ -168,7 +169,7 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 			INSERT INTO orders (id, event_id, account_id, amount, currency, order_name, expires_at, created_at, updated_at)
 			SELECT $1, $2, $3, (SELECT sum(price) FROM items), e.currency, $5, $6, $7, $7
 			FROM event e WHERE e.id = $2 AND (SELECT count(*) FROM items) = cardinality($4::text[])`,
-			id, eventID, accountID, labels, orderName(title, len(labels)), expiresAt, now)
+			id, eventID, accountID, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
 		if err != nil {
 			return fmt.Errorf("insert order: %w", err)
 		}
@@ -248,7 +249,7 @@ func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
 	o, err := scanOrder(s.DB.Pool.QueryRow(ctx, orderQuery+` WHERE o.id = $1`, id))
 	if err != nil {
-		return nil, fmt.Errorf("find order: %w", notFound(err, "There is no such order."))
+		return nil, fmt.Errorf("find order: %w", notFound(err, "err_no_order"))
 	}
 	if err := s.loadDetails(ctx, []*boxoffice.Order{o}); err != nil {
 		return nil, err

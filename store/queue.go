@@ -126,9 +126,9 @@ func (q *Queue) Position(ctx context.Context, eventID, accountID int64, epoch st
 	p := m[accountID]
 	switch p.Status {
 	case boxoffice.QueueExpired:
-		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonExpired, "Your entry time ran out. Join the queue again.")
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonExpired)
 	case boxoffice.QueueNotInQueue:
-		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonNone, "You are not in the queue for this event.")
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonNone)
 	}
 	return p, nil
 }
@@ -223,7 +223,7 @@ func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessio
 	case !equal(e.session, sessionKey):
 		return otherSession()
 	case token == "" || !equal(e.token, token):
-		return noEntry(boxoffice.ReasonMismatch, "This browser session does not hold your current entry.")
+		return noEntry(boxoffice.ReasonMismatch)
 	}
 	return nil
 }
@@ -238,14 +238,14 @@ type entry struct {
 // otherSession is the refusal of a session that does not hold the
 // account's turn: the token was issued to, or moved to, another session.
 func otherSession() error {
-	return noEntry(boxoffice.ReasonOtherSession, "Your turn is now in another browser or device. Join the queue again here to move it to this one.")
+	return noEntry(boxoffice.ReasonOtherSession)
 }
 
 func (e entry) missing() error {
 	if e.expired {
-		return noEntry(boxoffice.ReasonExpired, "Your entry time ran out. Join the queue again.")
+		return noEntry(boxoffice.ReasonExpired)
 	}
-	return noEntry(boxoffice.ReasonNone, "You need to pass the waiting room first.")
+	return noEntry(boxoffice.ReasonNone)
 }
 
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
@@ -435,12 +435,14 @@ func (st queueStats) waiting(seq int64, now time.Time) boxoffice.QueuePosition {
 	return p
 }
 
-func notInQueue(reason, msg string) error {
-	return &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Message: msg, Details: map[string]any{"reason": reason}}
+// notInQueue and noEntry carry the reason and no sentence: views words
+// both refusals, once (views.NoEntryMsg).
+func notInQueue(reason string) error {
+	return &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Details: map[string]any{"reason": reason}}
 }
 
-func noEntry(reason, msg string) error {
-	return &boxoffice.Error{Code: boxoffice.ENOENTRYTOKEN, Message: msg, Details: map[string]any{"reason": reason}}
+func noEntry(reason string) error {
+	return &boxoffice.Error{Code: boxoffice.ENOENTRYTOKEN, Details: map[string]any{"reason": reason}}
 }
 
 // randomToken returns 128 random bits from crypto/rand, base64url-encoded

@@ -154,11 +154,11 @@ func Unreachable(err error) bool {
 	return boxoffice.Unreachable(err) || errors.Is(err, pgconn.ErrConnClosed)
 }
 
-// notFound maps pgx.ErrNoRows to an ENOTFOUND error with msg; other errors
-// pass through.
-func notFound(err error, msg string) error {
+// notFound maps pgx.ErrNoRows to an ENOTFOUND error saying id; other
+// errors pass through.
+func notFound(err error, id boxoffice.MsgID) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return boxoffice.Errorf(boxoffice.ENOTFOUND, "%s", msg)
+		return boxoffice.NewError(boxoffice.ENOTFOUND, id)
 	}
 	return err
 }

@@ -88,7 +88,7 @@ func (s *Venues) FindVenues(ctx context.Context) ([]*boxoffice.Venue, error) {
 func (s *Venues) FindVenueByID(ctx context.Context, id int64) (*boxoffice.Venue, error) {
 	v, err := scanVenue(s.DB.Pool.QueryRow(ctx, venueQuery+` WHERE v.id = $1`, id))
 	if err != nil {
-		return nil, fmt.Errorf("find venue %d: %w", id, notFound(err, "No such venue."))
+		return nil, fmt.Errorf("find venue %d: %w", id, notFound(err, "err_no_venue"))
 	}
 	return v, nil
 }
@@ -137,7 +137,7 @@ func (s *Venues) RenameVenue(ctx context.Context, id int64, name string) (*boxof
 		return nil, fmt.Errorf("rename venue %d: %w", id, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return nil, boxoffice.Errorf(boxoffice.ENOTFOUND, "No such venue.")
+		return nil, boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_venue")
 	}
 	return s.FindVenueByID(ctx, id)
 }
@@ -150,11 +150,11 @@ func (s *Venues) DeleteVenue(ctx context.Context, id int64) error {
 	tag, err := s.DB.Pool.Exec(ctx, `DELETE FROM venue WHERE id = $1`, id)
 	switch {
 	case pgErrCode(err) == "23503": // foreign_key_violation
-		return boxoffice.Errorf(boxoffice.ECONFLICT, "Events use this venue, so it cannot be deleted.")
+		return boxoffice.NewError(boxoffice.ECONFLICT, "err_venue_in_use")
 	case err != nil:
 		return fmt.Errorf("delete venue %d: %w", id, err)
 	case tag.RowsAffected() == 0:
-		return boxoffice.Errorf(boxoffice.ENOTFOUND, "No such venue.")
+		return boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_venue")
 	}
 	return nil
 }

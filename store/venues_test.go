@@ -16,6 +16,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 )
 
 // generate builds a seat map from sections "name:rows:seatsPerRow:grade".
@@ -117,12 +118,12 @@ func TestVenues_CreateVenue(t *testing.T) {
 		seats = append(seats, seats[0], boxoffice.Seat{Section: "A", Row: "x", Number: "9", Grade: "R"})
 		_, err := vs.CreateVenue(ctx, " ", seats)
 		var e *boxoffice.Error
-		if !errors.As(err, &e) || e.Code != boxoffice.EINVALID || e.Fields["name"] == "" {
+		if !errors.As(err, &e) || e.Code != boxoffice.EINVALID || e.Fields["name"].ID == "" {
 			t.Fatalf("CreateVenue = %v, want %s with Fields[name]", err, boxoffice.EINVALID)
 		}
-		want := []string{"seat 2: duplicate seat A-1-1 (also seat 0)",
+		want := []string{"seat 2: duplicate seat A-1-1 (also at seat 0)",
 			`seat 3: row must be a whole number from 1 to 9999 without a leading zero, not "x"`}
-		if got := boxoffice.ErrorProblems(err); !slices.Equal(got, want) {
+		if got := views.SayAll(boxoffice.NewContextWithLang(ctx, views.English), boxoffice.ErrorProblems(err)); !slices.Equal(got, want) {
 			t.Fatalf("problems = %q, want %q", got, want)
 		}
 		if after := count(t, db, `SELECT count(*) FROM venue`); after != before {
@@ -274,12 +275,12 @@ func BenchmarkVenues_CreateVenue15000(b *testing.B) {
 func eventInput(venueID int64, codes ...string) boxoffice.EventInput {
 	in := boxoffice.NewEventInput()
 	in.VenueID = venueID
-	in.Title = "Concert"
+	in.Title = boxoffice.Text{"en": "Concert"}
 	in.QueueOpensAt = time.Date(2026, 12, 1, 11, 0, 0, 0, time.UTC)
 	in.SaleEndsAt = in.QueueOpensAt.Add(48 * time.Hour)
 	in.StartsAt = in.SaleEndsAt.Add(24 * time.Hour)
 	for i, c := range codes {
-		in.Grades = append(in.Grades, boxoffice.Grade{Code: c, Name: c + " seat", Price: int64(100 - 10*i), Color: "#112233"})
+		in.Grades = append(in.Grades, boxoffice.Grade{Code: c, Name: boxoffice.Text{"en": c + " seat"}, Price: int64(100 - 10*i), Color: "#112233"})
 	}
 	return in
 }
@@ -293,12 +294,14 @@ func mustCreateEvent(tb testing.TB, es *store.Events, in boxoffice.EventInput) *
 	return ev
 }
 
+// fieldsOf returns an error's reasons by field, in English.
 func fieldsOf(err error) map[string]string {
-	var e *boxoffice.Error
-	if errors.As(err, &e) {
-		return e.Fields
-	}
-	return nil
+	return views.ErrorFields(boxoffice.NewContextWithLang(context.Background(), views.English), err)
+}
+
+// messageOf returns what an error says to people, in English.
+func messageOf(err error) string {
+	return views.ErrorText(boxoffice.NewContextWithLang(context.Background(), views.English), err)
 }
 
 // sell records seats of an event as sold, with raw SQL as the confirmation

@@ -3,7 +3,6 @@ package views
 import (
 	"context"
 	"errors"
-	"fmt"
 	"html"
 	"io"
 	"math"
@@ -68,7 +67,7 @@ type MapSection struct {
 type mapSeat struct {
 	label, section, row, number, grade string
 	x, y                               float64
-	markup                             string // `<circle ...` up to its status attributes
+	markup                             []string // per language of Langs: `<circle ...` up to its status attributes
 }
 
 // seatRun is a stretch of seats drawn inside one <g> of their grade's colour.
@@ -92,11 +91,13 @@ func NewSeatMap(e *boxoffice.Event, seats []boxoffice.Seat) *SeatMap {
 		seats:    make([]mapSeat, len(seats)),
 		index:    make(map[string]int, len(seats)),
 	}
-	prices := map[string]string{}
 	colors := map[string]string{}
 	for _, g := range e.Grades {
-		prices[g.Code] = Money(g.Price, e.Currency)
 		colors[g.Code] = g.Color
+	}
+	ctxs := make([]context.Context, len(Langs))
+	for i, l := range Langs {
+		ctxs[i] = boxoffice.NewContextWithLang(context.Background(), l)
 	}
 	sectionAt := map[string]int{}
 	for i, s := range seats {
@@ -111,20 +112,23 @@ func NewSeatMap(e *boxoffice.Event, seats []boxoffice.Seat) *SeatMap {
 		if !slices.Contains(m.Sections[sec].Grades, s.Grade) {
 			m.Sections[sec].Grades = append(m.Sections[sec].Grades, s.Grade)
 		}
-		var b strings.Builder
-		b.WriteString(`<circle cx="`)
-		b.WriteString(num(s.X))
-		b.WriteString(`" cy="`)
-		b.WriteString(num(s.Y))
-		b.WriteString(`" r="` + strconv.Itoa(seatRadius) + `" data-id="`)
-		b.WriteString(html.EscapeString(s.Label))
-		b.WriteString(`" role="checkbox" aria-label="`)
-		b.WriteString(html.EscapeString(SeatName(s.Section, s.Row, s.Number, s.Grade, prices[s.Grade])))
-		b.WriteString(`"`)
-		if i == 0 {
-			b.WriteString(` tabindex="0"`) // the map's one tab stop; arrow keys move it (seatmap.js)
+		m.seats[i] = mapSeat{label: s.Label, section: s.Section, row: s.Row, number: s.Number, grade: s.Grade, x: s.X, y: s.Y, markup: make([]string, len(Langs))}
+		for li := range Langs {
+			var b strings.Builder
+			b.WriteString(`<circle cx="`)
+			b.WriteString(num(s.X))
+			b.WriteString(`" cy="`)
+			b.WriteString(num(s.Y))
+			b.WriteString(`" r="` + strconv.Itoa(seatRadius) + `" data-id="`)
+			b.WriteString(html.EscapeString(s.Label))
+			b.WriteString(`" role="checkbox" aria-label="`)
+			b.WriteString(html.EscapeString(m.describe(ctxs[li], i)))
+			b.WriteString(`"`)
+			if i == 0 {
+				b.WriteString(` tabindex="0"`) // the map's one tab stop; arrow keys move it (seatmap.js)
+			}
+			m.seats[i].markup[li] = b.String()
 		}
-		m.seats[i] = mapSeat{label: s.Label, section: s.Section, row: s.Row, number: s.Number, grade: s.Grade, x: s.X, y: s.Y, markup: b.String()}
 		if n := len(m.runs); n == 0 || seats[i-1].Section != s.Section || seats[i-1].Grade != s.Grade {
 			color := colors[s.Grade]
 			if color == "" {
@@ -141,27 +145,27 @@ func NewSeatMap(e *boxoffice.Event, seats []boxoffice.Seat) *SeatMap {
 	return m
 }
 
-// SeatName is a seat's description for people and screen readers:
-// "Section F1, row 3, seat 12, grade VIP, ₩ 220,000".
-func SeatName(section, row, number, grade, price string) string {
-	return fmt.Sprintf("Section %s, row %s, seat %s, grade %s, %s", section, row, number, grade, price)
-}
-
-// Describe returns the description (SeatName) of the seat with the label, or
-// the label itself for a seat not on the map.
-func (m *SeatMap) Describe(label string) string {
+// Describe returns the description of the seat with the label for people
+// and screen readers in ctx's language ("Section F1, row 3, seat 12, VIP
+// seat, ₩220,000"; "F1구역 3열 12번, VIP석, 220,000원"), or the label
+// itself for a seat not on the map.
+func (m *SeatMap) Describe(ctx context.Context, label string) string {
 	i, ok := m.index[label]
 	if !ok {
 		return label
 	}
+	return m.describe(ctx, i)
+}
+
+func (m *SeatMap) describe(ctx context.Context, i int) string {
 	s := m.seats[i]
-	price := ""
+	grade, price := s.grade, ""
 	for _, g := range m.Grades {
 		if g.Code == s.grade {
-			price = Money(g.Price, m.Currency)
+			grade, price = Title(ctx, g.Name), Money(ctx, g.Price, m.Currency)
 		}
 	}
-	return SeatName(s.section, s.row, s.number, s.grade, price)
+	return T(ctx, "seat_name", "Section", s.section, "Row", s.row, "Number", s.number, "Grade", grade, "Price", price)
 }
 
 // Section returns the section with the name, or nil.
@@ -217,12 +221,13 @@ func (m *SeatMap) Rows(sec *MapSection, st boxoffice.SeatMapState) []MapRow {
 // aria-disabled on seats that cannot be chosen. The markup of each seat is
 // built once by NewSeatMap, so a request costs one pass over the seats.
 func (m *SeatMap) seatsMarkup(st boxoffice.SeatMapState) templ.Component {
-	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+		li := slices.Index(Langs, Lang(ctx))
 		bw := &errWriter{w: w}
 		for _, r := range m.runs {
 			bw.write(r.open)
 			for _, s := range m.seats[r.from:r.to] {
-				bw.write(s.markup)
+				bw.write(s.markup[li])
 				if status := st.Status(s.label); status != boxoffice.SeatFree {
 					bw.write(` class="` + string(status) + `" aria-disabled="true"`)
 				}
@@ -439,37 +444,34 @@ type Notice struct {
 	Error bool
 }
 
-// HeldNotice says that n seats are now held for ttl.
-func HeldNotice(n int, ttl time.Duration) Notice {
-	seats := "seats"
-	if n == 1 {
-		seats = "seat"
-	}
-	return Notice{Text: fmt.Sprintf("You hold %d %s for %s. Pay before the time runs out.", n, seats, Duration(ttl))}
+// HeldNotice says in ctx's language that n seats are now held for ttl.
+func HeldNotice(ctx context.Context, n int, ttl time.Duration) Notice {
+	return Notice{Text: T(ctx, "hold_notice", "Count", n, "Time", Duration(ctx, ttl))}
 }
 
-// ReleasedNotice says that the seat with the label is free again.
-func ReleasedNotice(m *SeatMap, label string) Notice {
-	return Notice{Text: fmt.Sprintf("You let go of %s.", m.Describe(label))}
+// ReleasedNotice says in ctx's language that the seat with the label is
+// free again.
+func ReleasedNotice(ctx context.Context, m *SeatMap, label string) Notice {
+	return Notice{Text: T(ctx, "hold_released", "Seat", m.Describe(ctx, label))}
 }
 
 // noticeSeats is how many seats a notice names at most.
 const noticeSeats = 5
 
-// RefusedNotice explains a refused hold or release: the error's message, and
-// the seats it names (Details["seats"]) described, the first noticeSeats of
-// them.
-func RefusedNotice(m *SeatMap, err error) Notice {
-	text := boxoffice.ErrorMessage(err)
+// RefusedNotice explains a refused hold or release in ctx's language: the
+// error's message, and the seats it names (Details["seats"]) described, the
+// first noticeSeats of them.
+func RefusedNotice(ctx context.Context, m *SeatMap, err error) Notice {
+	text := ErrorText(ctx, err)
 	var e *boxoffice.Error
 	if errors.As(err, &e) {
 		if seats, ok := e.Details["seats"].([]string); ok && len(seats) > 0 {
 			var names []string
 			for _, l := range seats[:min(len(seats), noticeSeats)] {
-				names = append(names, m.Describe(l))
+				names = append(names, m.Describe(ctx, l))
 			}
 			if more := len(seats) - noticeSeats; more > 0 {
-				names = append(names, fmt.Sprintf("and %d more", more))
+				names = append(names, T(ctx, "hold_more_seats", "Count", more))
 			}
 			text += " (" + strings.Join(names, "; ") + ")"
 		}

@@ -2,7 +2,6 @@ package views
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"strconv"
@@ -15,8 +14,8 @@ import (
 
 func testEvent() *boxoffice.Event {
 	return &boxoffice.Event{ID: 7, Currency: "KRW", Grades: []boxoffice.Grade{
-		{Code: "R", Name: "R seat", Price: 150000, Color: "#c0392b"},
-		{Code: "S", Name: "S seat", Price: 90000, Color: "#2980b9"},
+		{Code: "R", Name: boxoffice.Text{"en": "R seat", "ko": "R석"}, Price: 150000, Color: "#c0392b"},
+		{Code: "S", Name: boxoffice.Text{"en": "S seat", "ko": "S석"}, Price: 90000, Color: "#2980b9"},
 	}}
 }
 
@@ -109,14 +108,14 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 	m := NewSeatMap(testEvent(), seats)
 	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{`A"<&-1-2`: boxoffice.SeatSold}}
 	var buf bytes.Buffer
-	if err := m.seatsMarkup(st).Render(context.Background(), &buf); err != nil {
+	if err := m.seatsMarkup(st).Render(in(English), &buf); err != nil {
 		t.Fatal(err)
 	}
 	want := `<g class="grade grade-R" fill="#c0392b">` +
-		`<circle cx="0" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-1" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 1, grade R, ₩ 150,000" tabindex="0"/>` +
-		`<circle cx="12" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-2" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 2, grade R, ₩ 150,000" class="sold" aria-disabled="true"/>` +
+		`<circle cx="0" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-1" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 1, R seat, ₩150,000" tabindex="0"/>` +
+		`<circle cx="12" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-2" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 2, R seat, ₩150,000" class="sold" aria-disabled="true"/>` +
 		`</g><g class="grade grade-S" fill="#2980b9">` +
-		`<circle cx="48" cy="0" r="5" data-id="B-1-1" role="checkbox" aria-label="Section B, row 1, seat 1, grade S, ₩ 90,000"/></g>`
+		`<circle cx="48" cy="0" r="5" data-id="B-1-1" role="checkbox" aria-label="Section B, row 1, seat 1, S seat, ₩90,000"/></g>`
 	if got := buf.String(); got != want {
 		t.Errorf("markup =\n%s\nwant\n%s", got, want)
 	}
@@ -124,17 +123,22 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 
 func TestNotices(t *testing.T) {
 	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
-	if got := HeldNotice(1, 299400*time.Millisecond).Text; got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
+	en, ko := in(English), in(Korean)
+	if got := HeldNotice(en, 1, 299400*time.Millisecond).Text; got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
 		t.Errorf("HeldNotice = %q", got)
 	}
-	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Message: "Taken.", Details: map[string]any{
+	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Details: map[string]any{
 		"seats": []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6", "A-1-7"},
 	}}
-	n := RefusedNotice(m, errors.Join(errors.New("context"), err))
-	if !n.Error || !strings.HasPrefix(n.Text, "Taken. (Section A, row 1, seat 1, grade R, ₩ 150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
+	n := RefusedNotice(en, m, errors.Join(errors.New("context"), err))
+	if !n.Error || !strings.HasPrefix(n.Text, "Some of these seats were just taken. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
 		t.Errorf("RefusedNotice = %+v", n)
 	}
-	if got := ReleasedNotice(m, "A-1-8").Text; got != "You let go of Section A, row 1, seat 8, grade R, ₩ 150,000." {
+	n = RefusedNotice(ko, m, err)
+	if !strings.HasPrefix(n.Text, "방금 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(n.Text, "; 외 2석)") {
+		t.Errorf("RefusedNotice(ko) = %+v", n)
+	}
+	if got := ReleasedNotice(en, m, "A-1-8").Text; got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
 		t.Errorf("ReleasedNotice = %q", got)
 	}
 }

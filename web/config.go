@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/boxoffice/boxoffice/views"
 )
 
 // Config is the binary's configuration, read once from the environment
@@ -27,6 +29,7 @@ type Config struct {
 	RateLimits    bool          // RATE_LIMITS: "on", or "off" for load tests from one address
 	PaymentWindow time.Duration // PAYMENT_WINDOW: how long an order waits for its payment
 	PprofAddr     string        // PPROF_ADDR: loopback host:port of the CPU/heap profiler, "" (off) by default
+	DefaultLang   string        // DEFAULT_LANG: the language of visitors who state none, and of the CLI's output
 
 	// RECONCILE_INTERVAL: how often the reconciler settles the payments
 	// that the PG's redirect and webhook left undone; it paces the
@@ -57,6 +60,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		PGProvider:    get("PG_PROVIDER", "sandbox"),
 		SessionSecret: get("SESSION_SECRET", devSessionSecret),
 		LogLevel:      get("LOG_LEVEL", "info"),
+		DefaultLang:   get("DEFAULT_LANG", views.Korean),
 	}
 	var errs []error
 	bad := func(name, format string, args ...any) {
@@ -102,6 +106,9 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if strings.HasPrefix(c.BaseURL, "https://") && c.SessionSecret == devSessionSecret {
 		bad("SESSION_SECRET", "set a secret of your own: the development default is public")
 	}
+	if !views.ValidLang(c.DefaultLang) {
+		bad("DEFAULT_LANG", "want one of %s, got %q", strings.Join(views.Langs, ", "), c.DefaultLang)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -141,7 +148,7 @@ func (c Config) LogAttrs() []any {
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
 		"payment_window", c.PaymentWindow.String(), "reconcile_interval", c.ReconcileInterval.String(),
-		"pprof_addr", c.PprofAddr,
+		"pprof_addr", c.PprofAddr, "default_lang", c.DefaultLang,
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/views"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
@@ -144,6 +145,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Venues:      &store.Venues{DB: db},
 
 		AdmissionTick: cfg.AdmissionTick,
+		DefaultLang:   cfg.DefaultLang,
 
 		Orders:    checkout.orders,
 		SandboxPG: checkout.sandboxHandler(),
@@ -263,7 +265,7 @@ func seedDemo(ctx context.Context, cfg Config, args []string, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("seed-demo: %w", err)
 	}
-	return res.Print(stdout)
+	return res.Print(stdout, cfg.DefaultLang)
 }
 
 // createAdmin makes an admin account from --email, --password and --name.
@@ -286,7 +288,7 @@ func createAdmin(ctx context.Context, cfg Config, args []string, stdout io.Write
 	if errors.As(err, &e) && len(e.Fields) > 0 {
 		var reasons []string
 		for field, reason := range e.Fields {
-			reasons = append(reasons, field+": "+reason)
+			reasons = append(reasons, field+": "+views.In(cfg.DefaultLang, reason))
 		}
 		return fmt.Errorf("create-admin: %s", strings.Join(reasons, "; "))
 	} else if err != nil {

@@ -60,19 +60,19 @@ func seed(ctx context.Context, db *store.DB) (Sale, error) {
 	if err != nil {
 		return Sale{}, err
 	}
-	if res.Skipped != "" {
+	if res.Skipped.ID != "" {
 		return Sale{}, fmt.Errorf("seed: %s", res.Skipped)
 	}
 	var sale Sale
 	for _, e := range res.Events {
-		if e.VenueName == "Inspire Arena" {
+		if e.VenueName == demo.ArenaName {
 			sale.EventID, sale.Limit, sale.TokenTTL = e.ID, e.MaxPerAccount, e.TokenTTL
 		}
 	}
 	if sale.EventID == 0 {
 		for _, v := range res.Venues {
 			for _, e := range res.Events {
-				if v.Name == "Inspire Arena" && e.VenueID == v.ID {
+				if v.Name == demo.ArenaName && e.VenueID == v.ID {
 					sale.EventID, sale.Limit, sale.TokenTTL = e.ID, e.MaxPerAccount, e.TokenTTL
 				}
 			}

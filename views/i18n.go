@@ -1,0 +1,134 @@
+package views
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/boxoffice/boxoffice"
+	"github.com/nicksnyder/go-i18n/v2/i18n"
+	"golang.org/x/text/language"
+)
+
+// The site's languages, as base language tags. Korean comes first: it is
+// the default (DEFAULT_LANG) and the first in the language switch.
+const (
+	Korean  = "ko"
+	English = "en"
+)
+
+// Langs lists the site's languages in the order the language switch shows
+// them. Each has a catalog, locales/<tag>.toml, with the same message ids
+// (views/catalog_test.go checks both ways). To add a language, add its
+// catalog and its tag here.
+var Langs = []string{Korean, English}
+
+//go:embed locales/*.toml
+var localeFiles embed.FS
+
+var (
+	bundle     = i18n.NewBundle(language.Korean)
+	localizers = map[string]*i18n.Localizer{}
+	matcher    language.Matcher
+	// Catalogs holds each language's messages, by id, as its catalog file
+	// has them (for the catalog tests).
+	Catalogs = map[string]map[string]*i18n.Message{}
+)
+
+func init() {
+	bundle.RegisterUnmarshalFunc("toml", toml.Unmarshal)
+	tags := make([]language.Tag, len(Langs))
+	for i, l := range Langs {
+		f, err := bundle.LoadMessageFileFS(localeFiles, "locales/"+l+".toml")
+		if err != nil {
+			panic(fmt.Sprintf("views: catalog of %s: %v", l, err))
+		}
+		Catalogs[l] = map[string]*i18n.Message{}
+		for _, m := range f.Messages {
+			Catalogs[l][m.ID] = m
+		}
+		localizers[l] = i18n.NewLocalizer(bundle, l)
+		tags[i] = language.MustParse(l)
+	}
+	matcher = language.NewMatcher(tags)
+}
+
+// ValidLang reports whether lang is one of Langs.
+func ValidLang(lang string) bool {
+	_, ok := localizers[lang]
+	return ok
+}
+
+// MatchLang returns the language of Langs that an Accept-Language header
+// asks for, or def when it asks for none of them, names none, or cannot be
+// read: a malformed header never fails a request.
+func MatchLang(acceptLanguage, def string) string {
+	if strings.TrimSpace(acceptLanguage) == "" || len(acceptLanguage) > 1024 {
+		return def
+	}
+	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
+	if err != nil || len(tags) == 0 {
+		return def
+	}
+	_, i, confidence := matcher.Match(tags...)
+	if confidence < language.High {
+		return def
+	}
+	return Langs[i]
+}
+
+// Lang returns the language of ctx (boxoffice.LangFromContext), Korean when
+// it has none or one the site does not speak.
+func Lang(ctx context.Context) string {
+	if l := boxoffice.LangFromContext(ctx); ValidLang(l) {
+		return l
+	}
+	return Korean
+}
+
+// T returns the message id in ctx's language, with args as name, value
+// pairs for its template (see boxoffice.M): T(ctx, "hold_limit", "Limit", 5).
+// It is how templates, handlers and errors get a sentence.
+func T(ctx context.Context, id boxoffice.MsgID, args ...any) string {
+	return In(Lang(ctx), boxoffice.M(id, args...))
+}
+
+// Say returns m in ctx's language.
+func Say(ctx context.Context, m boxoffice.Msg) string { return In(Lang(ctx), m) }
+
+// In returns m in lang. Arguments that are a boxoffice.Msg are put into
+// lang first, and a boxoffice.At is shown as LocalTime shows it; "Count" picks the plural form. A message missing from the
+// catalog (a bug the catalog tests catch) shows its id and is logged.
+func In(lang string, m boxoffice.Msg) string {
+	l, ok := localizers[lang]
+	if !ok {
+		l = localizers[Korean]
+	}
+	data := make(map[string]any, len(m.Args))
+	for k, v := range m.Args {
+		switch a := v.(type) {
+		case boxoffice.Msg:
+			v = In(lang, a)
+		case boxoffice.At:
+			v = localTime(lang, a.Time, a.Zone)
+		}
+		data[k] = v
+	}
+	cfg := &i18n.LocalizeConfig{MessageID: string(m.ID), TemplateData: data}
+	if n, ok := data["Count"]; ok {
+		cfg.PluralCount = n
+	}
+	s, err := l.Localize(cfg)
+	if err != nil {
+		var nf *i18n.MessageNotFoundErr
+		if errors.As(err, &nf) || s == "" {
+			slog.Error("views: message not found", "lang", lang, "id", m.ID, "err", err)
+			return string(m.ID)
+		}
+	}
+	return s
+}
