@@ -91,10 +91,14 @@ type Error struct {
 // Error implements the error interface with developer text for logs: the
 // code, the message id and its arguments.
 func (e *Error) Error() string {
-	if e.Msg.ID == "" {
-		return "boxoffice error: code=" + e.Code
+	s := "boxoffice error: code=" + e.Code
+	if e.Msg.ID != "" {
+		s += " msg=" + string(e.Msg.ID)
 	}
-	return fmt.Sprintf("boxoffice error: code=%s msg=%s%v", e.Code, e.Msg.ID, e.Msg.Args)
+	if len(e.Msg.Args) > 0 {
+		s += fmt.Sprintf(" %v", e.Msg.Args)
+	}
+	return s
 }
 
 // NewError returns an *Error with the given code and the message id with

@@ -143,7 +143,7 @@ func TestEvent_Input(t *testing.T) {
 	in := validInput(t)
 	in.Normalize()
 	e := boxoffice.Event{
-		VenueID: in.VenueID, Title: in.Title, TimeZone: in.TimeZone, StartsAt: in.StartsAt, QueueOpensAt: in.QueueOpensAt,
+		VenueID: in.VenueID, Title: in.Title, Description: in.Description, TimeZone: in.TimeZone, StartsAt: in.StartsAt, QueueOpensAt: in.QueueOpensAt,
 		SaleEndsAt: in.SaleEndsAt, Currency: in.Currency, MaxPerAccount: in.MaxPerAccount, HoldTTL: in.HoldTTL,
 		TokenTTL: in.TokenTTL, AdmissionRate: in.AdmissionRate, Status: boxoffice.EventOnSale,
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -45,7 +46,7 @@ func TestSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Skipped != "" || len(res.Logins) != 4 || len(res.Venues) != 2 || len(res.Events) != 2 {
+	if res.Skipped.ID != "" || len(res.Logins) != 4 || len(res.Venues) != 2 || len(res.Events) != 2 {
 		t.Fatalf("Seed = %+v, want 4 log-ins, 2 venues, 2 events", res)
 	}
 
@@ -71,8 +72,8 @@ func TestSeed(t *testing.T) {
 		seats  int
 		grades string
 	}{
-		{"Seoul Arts Center Concert Hall", 2523, "R 150000 740, S 120000 564, A 90000 220, B 60000 545, C 40000 454"},
-		{"Inspire Arena", 15000, "VIP 220000 1800, R 176000 4500, S 154000 5600, A 132000 3100"},
+		{demo.HallName, 2523, "R 150000 740, S 120000 564, A 90000 220, B 60000 545, C 40000 454"},
+		{demo.ArenaName, 15000, "VIP 220000 1800, R 176000 4500, S 154000 5600, A 132000 3100"},
 	} {
 		v, ev := res.Venues[i], res.Events[i]
 		if v.Name != want.venue || v.Seats != want.seats {
@@ -80,6 +81,15 @@ func TestSeed(t *testing.T) {
 		}
 		if got := grades(ev); got != want.grades {
 			t.Errorf("%s grades = %s, want %s", ev.Title, got, want.grades)
+		}
+		// Both languages: the title, the description and every grade's name.
+		if ev.Title.In("ko") == ev.Title.In("en") || ev.Description["ko"] == "" || ev.Description["en"] == "" {
+			t.Errorf("event %d: title %v, description %v; want both in Korean and English", i, ev.Title, ev.Description)
+		}
+		for _, g := range ev.Grades {
+			if g.Name["ko"] != g.Code+"석" || g.Name["en"] != g.Code+" seat" {
+				t.Errorf("grade %s named %v, want %s석 and %s seat", g.Code, g.Name, g.Code, g.Code)
+			}
 		}
 		minute := now.Truncate(time.Minute)
 		seoul, _ := time.LoadLocation("Asia/Seoul")
@@ -95,26 +105,31 @@ func TestSeed(t *testing.T) {
 		t.Fatalf("event seats = %d, want 17523", n)
 	}
 
-	var out bytes.Buffer
-	if err := res.Print(&out); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{demo.AdminEmail, res.Logins[0].Password, "fan3@boxoffice.test", "Inspire Arena", "15000 seats", "on_sale"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("Print output lacks %q:\n%s", want, out.String())
+	for lang, words := range map[string][]string{
+		views.English: {"Log in with", demo.ArenaName, "15,000 seats", "On sale", "Arena Live Tour (demo)"},
+		views.Korean:  {"로그인하세요", demo.ArenaName, "15,000석", "판매 중", "아레나 라이브 투어 (데모)"},
+	} {
+		var out bytes.Buffer
+		if err := res.Print(&out, lang); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range append([]string{demo.AdminEmail, res.Logins[0].Password, "fan3@boxoffice.test"}, words...) {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("Print(%s) output lacks %q:\n%s", lang, want, out.String())
+			}
 		}
 	}
 
 	t.Run("SecondSeedDoesNothing", func(t *testing.T) {
 		again, err := demo.Seed(ctx, db, demo.Options{BcryptCost: bcrypt.MinCost})
-		if err != nil || again.Skipped != "the database has venues already" || len(again.Logins)+len(again.Venues)+len(again.Events) != 0 {
+		if err != nil || again.Skipped.ID != "demo_skip_venues" || len(again.Logins)+len(again.Venues)+len(again.Events) != 0 {
 			t.Fatalf("second Seed = %+v, %v; want skipped", again, err)
 		}
 		if v, e, a := count(t, db, `SELECT count(*) FROM venue`), count(t, db, `SELECT count(*) FROM event`), count(t, db, `SELECT count(*) FROM account`); v != 2 || e != 2 || a != 4 {
 			t.Fatalf("after a second seed: %d venues, %d events, %d accounts; want 2, 2, 4", v, e, a)
 		}
 		var out bytes.Buffer
-		if err := again.Print(&out); err != nil || !strings.Contains(out.String(), "nothing to do") {
+		if err := again.Print(&out, views.Korean); err != nil || !strings.Contains(out.String(), "할 일이 없습니다") {
 			t.Fatalf("Print = %q, %v", out.String(), err)
 		}
 	})
@@ -159,7 +174,7 @@ func TestSeed_Concurrent(t *testing.T) {
 				switch {
 				case err != nil:
 					t.Errorf("Seed: %v", err)
-				case res.Skipped == "":
+				case res.Skipped.ID == "":
 					seeded.Add(1)
 				default:
 					skipped.Add(1)

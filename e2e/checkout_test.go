@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/demo"
 	"strings"
 	"testing"
 
@@ -32,7 +34,7 @@ func priceOf(t *testing.T, a *app, eventID int64, labels ...string) string {
 			}
 		}
 	}
-	return views.Money(total, ev.Currency)
+	return views.Money(boxoffice.NewContextWithLang(ctx, views.English), total, ev.Currency)
 }
 
 // holdAndCheckOut chooses the seats on the seat map, holds them, and checks

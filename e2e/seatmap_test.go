@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"github.com/boxoffice/boxoffice/demo"
 	"net/http"
 	"path/filepath"
 	"strconv"

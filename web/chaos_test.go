@@ -22,13 +22,15 @@ import (
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 )
 
 // chaosEvent is the demo's concert hall event (2,523 seats, 5 per account).
 const chaosEvent = 1
 
-// msgServiceDown is what a person sees while PostgreSQL is down.
-const msgServiceDown = "The box office is briefly unavailable. Please try again in a few seconds."
+// msgServiceDown is what a person sees while PostgreSQL is down, in the
+// binary's default language (DEFAULT_LANG, Korean).
+var msgServiceDown = views.In(views.Korean, boxoffice.M("err_unavailable"))
 
 // TestChaos_PostgresDown stops PostgreSQL in the middle of a sale, after
 // fans paid at the PG and before their browsers came back, and starts it

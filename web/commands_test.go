@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/views"
 	"strings"
 	"testing"
 
@@ -53,7 +55,8 @@ func TestRun_Commands(t *testing.T) {
 		t.Fatalf("seed-demo = %v, printed %q", err, out.String())
 	}
 	out.Reset()
-	if err := run(ctx, []string{"seed-demo"}, cfg, &out, &out); err != nil || !strings.Contains(out.String(), "nothing to do") {
+	nothing := views.In(views.Korean, boxoffice.M("demo_nothing_to_do", "Why", boxoffice.M("demo_skip_venues")))
+	if err := run(ctx, []string{"seed-demo"}, cfg, &out, &out); err != nil || strings.TrimSpace(out.String()) != nothing {
 		t.Fatalf("second seed-demo = %v, printed %q; want nothing done", err, out.String())
 	}
 }

@@ -53,8 +53,8 @@ func newSale(t *testing.T, rows, perRow, rate int) *sale {
 		t.Fatal(err)
 	}
 	in := boxoffice.NewEventInput()
-	in.VenueID, in.Title = venue.ID, "Chaos Night"
-	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 150000}, {Code: "S", Name: "S seat", Price: 90000}}
+	in.VenueID, in.Title = venue.ID, boxoffice.Text{"en": "Chaos Night"}
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 150000}, {Code: "S", Name: boxoffice.Text{"en": "S seat"}, Price: 90000}}
 	now := time.Now().Truncate(time.Second)
 	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = now.Add(-time.Minute), now.Add(24*time.Hour), now.Add(48*time.Hour)
 	in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate = 5, 5*time.Minute, 10*time.Minute, rate

@@ -47,11 +47,11 @@ func newFixture(t *testing.T) *fixture {
 func (f *fixture) event(t *testing.T, limit int) int64 {
 	t.Helper()
 	in := boxoffice.NewEventInput()
-	in.VenueID, in.Title, in.MaxPerAccount = f.venue, "Night", limit
+	in.VenueID, in.Title, in.MaxPerAccount = f.venue, boxoffice.Text{"en": "Night"}, limit
 	in.QueueOpensAt = time.Now().Add(-time.Hour).Truncate(time.Second)
 	in.SaleEndsAt = time.Now().Add(time.Hour).Truncate(time.Second)
 	in.StartsAt = in.SaleEndsAt.Add(time.Hour)
-	in.Grades = []boxoffice.Grade{{Code: "R", Name: "R seat", Price: 1000}}
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R seat"}, Price: 1000}}
 	e, err := (&store.Events{DB: f.db}).CreateEvent(context.Background(), in)
 	if err != nil {
 		t.Fatalf("create event: %v %v", err, boxoffice.ErrorProblems(err))
