@@ -63,7 +63,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	must(t, "choose file", admin.GetByTestId("import-file").SetInputFiles(csv))
 	must(t, "import", admin.GetByTestId("import-submit").Click())
 	must(t, "wait for the venue", admin.WaitForURL(regexp.MustCompile(`/admin/venues/\d+$`)))
-	if r, s := text(t, admin, "grade-seats-R"), text(t, admin, "grade-seats-S"); r != "10" || s != "4" {
+	if r, s := count(t, admin, "grade-seats-R"), count(t, admin, "grade-seats-S"); r != "10" || s != "4" {
 		t.Errorf("imported venue counts R %q S %q, want 10 and 4", r, s)
 	}
 	screenshot(t, admin, "admin-venue")
@@ -83,7 +83,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	screenshot(t, admin, "admin-venue-new")
 	must(t, "generate", admin.GetByTestId("generate-submit").Click())
 	must(t, "wait for the venue", admin.WaitForURL(regexp.MustCompile(`/admin/venues/\d+$`)))
-	if got := text(t, admin, "venue-seat-count"); got != "416" {
+	if got := count(t, admin, "venue-seat-count"); got != "416" {
 		t.Errorf("generated venue has %q seats, want 416", got)
 	}
 	screenshot(t, admin, "admin-venue-generated")
@@ -102,14 +102,16 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	seoul, _ := time.LoadLocation("Asia/Seoul")
 	day := time.Now().In(seoul).AddDate(0, 0, 7)
 	at := func(d time.Time, clock string) string { return d.Format("2006-01-02") + "T" + clock }
-	must(t, "fill title", admin.GetByTestId("title").Fill("Studio Session"))
-	must(t, "fill description", admin.GetByTestId("description").Fill("An evening in the studio."))
+	must(t, "fill title", admin.GetByTestId("title.en").Fill("Studio Session"))
+	must(t, "fill Korean title", admin.GetByTestId("title.ko").Fill("스튜디오 세션"))
+	must(t, "fill description", admin.GetByTestId("description.en").Fill("An evening in the studio."))
 	must(t, "fill queue opens", admin.GetByTestId("queue-opens-at").Fill(at(day, "20:00")))
 	must(t, "fill sale ends", admin.GetByTestId("sale-ends-at").Fill(at(day.AddDate(0, 0, 6), "18:00")))
 	must(t, "fill starts", admin.GetByTestId("starts-at").Fill(at(day.AddDate(0, 0, 7), "19:30")))
-	for i, g := range [][2]string{{"R seat", "150000"}, {"S seat", "90000"}} {
-		must(t, "fill grade name", admin.Locator(`input[name="grades[`+strconv.Itoa(i)+`].name"]`).Fill(g[0]))
-		must(t, "fill grade price", admin.Locator(`input[name="grades[`+strconv.Itoa(i)+`].price"]`).Fill(g[1]))
+	for i, g := range [][3]string{{"R seat", "R석", "150000"}, {"S seat", "S석", "90000"}} {
+		must(t, "fill grade name", admin.Locator(`input[name="grades[`+strconv.Itoa(i)+`].name.en"]`).Fill(g[0]))
+		must(t, "fill Korean grade name", admin.Locator(`input[name="grades[`+strconv.Itoa(i)+`].name.ko"]`).Fill(g[1]))
+		must(t, "fill grade price", admin.Locator(`input[name="grades[`+strconv.Itoa(i)+`].price"]`).Fill(g[2]))
 	}
 	screenshot(t, admin, "admin-event-new")
 	must(t, "create the event", admin.GetByTestId("event-submit").Click())
@@ -128,7 +130,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	screenshot(t, admin, "admin-events")
 	_, err = admin.Goto(a.URL + "/admin")
 	must(t, "open dashboard", err)
-	if got := text(t, admin, "events-on-sale"); got != "1" {
+	if got := count(t, admin, "events-on-sale"); got != "1" {
 		t.Errorf("dashboard counts %q events on sale, want 1", got)
 	}
 	screenshot(t, admin, "admin-dashboard")
@@ -146,7 +148,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	must(t, "wait for the event", fan.GetByTestId("grades").WaitFor())
 	for id, want := range map[string]string{
 		"event-title": "Studio Session", "event-venue": "Studio Hall",
-		"price-R": "₩ 150,000", "left-R": "10 of 10", "price-S": "₩ 90,000", "left-S": "4 of 4",
+		"price-R": "₩150,000", "left-R": "10 of 10", "price-S": "₩90,000", "left-S": "4 of 4",
 	} {
 		if got := text(t, fan, id); got != want {
 			t.Errorf("fan's event page %s = %q, want %q", id, got, want)

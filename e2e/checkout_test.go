@@ -57,7 +57,7 @@ func holdAndCheckOut(t *testing.T, a *app, page playwright.Page, labels ...strin
 func TestCheckout_Journey(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=200ms")
 	hall := demoEvents(t, a)[concertHall]
-	labels := []string{"1F-C-3-10", "1F-C-3-11"}
+	labels := []string{"1층 C-3-10", "1층 C-3-11"}
 	total := priceOf(t, a, hall, labels...)
 	page := login(t, a, "fan1@boxoffice.test")
 	enter(t, a, page, hall)
@@ -104,7 +104,7 @@ func TestCheckout_DeclinedUntilExpiry(t *testing.T) {
 	hall := demoEvents(t, a)[concertHall]
 	page := login(t, a, "fan2@boxoffice.test")
 	enter(t, a, page, hall)
-	holdAndCheckOut(t, a, page, "1F-C-3-12", "1F-C-3-13")
+	holdAndCheckOut(t, a, page, "1층 C-3-12", "1층 C-3-13")
 
 	must(t, "decline", page.GetByTestId("pg-decline").Click())
 	must(t, "wait for the fail page", page.WaitForURL(a.URL+"/payments/fail?**"))
@@ -132,5 +132,5 @@ func TestCheckout_DeclinedUntilExpiry(t *testing.T) {
 	screenshot(t, page, "order-expired")
 	openSeatMap(t, a, page, hall) // the seats are free again
 	must(t, "wait for no holds", page.GetByTestId("no-holds").WaitFor())
-	waitSeat(t, page, "1F-C-3-12", ":not(.held):not(.mine)")
+	waitSeat(t, page, "1층 C-3-12", ":not(.held):not(.mine)")
 }

@@ -230,3 +230,12 @@ func text(t *testing.T, page playwright.Page, id string) string {
 	must(t, "read "+id, err)
 	return strings.TrimSpace(s)
 }
+
+// count returns the data-count of the element with data-testid=id: the
+// number that a sentence such as "416 seats" or "416석" says.
+func count(t *testing.T, page playwright.Page, id string) string {
+	t.Helper()
+	s, err := page.GetByTestId(id).First().GetAttribute("data-count")
+	must(t, "read "+id, err)
+	return s
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"github.com/boxoffice/boxoffice/demo"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	if hall == 0 || arena == 0 {
 		t.Fatalf("demo events = %v, want the concert hall and the arena", events)
 	}
-	const first, second = "1F-C-3-10", "1F-C-3-11"
+	const first, second = "1층 C-3-10", "1층 C-3-11"
 
 	fan1 := login(t, a, "fan1@boxoffice.test")
 	must(t, "set viewport", fan1.SetViewportSize(1400, 950))
@@ -97,7 +98,7 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	must(t, "choose "+first, seat(fan1, first).Click())
 	must(t, "choose "+second+" with the keyboard", seat(fan1, first).Press("ArrowRight"))
 	must(t, "press Enter", fan1.Keyboard().Press("Enter"))
-	if got := text(t, fan1, "selection"); !strings.Contains(got, "Section 1F-C, row 3, seat 10") || !strings.Contains(got, "Section 1F-C, row 3, seat 11") {
+	if got := text(t, fan1, "selection"); !strings.Contains(got, "Section 1층 C, row 3, seat 10") || !strings.Contains(got, "Section 1층 C, row 3, seat 11") {
 		t.Fatalf("selection = %q, want seats 10 and 11 of row 3", got)
 	}
 	screenshot(t, fan1, "seatmap-hall-selected")
@@ -135,7 +136,7 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	waitSeat(t, fan2, first, ".held")
 	waitSeat(t, fan2, second, ".held")
 	screenshot(t, fan2, "seatmap-hall-other-fan")
-	zoomInto(t, fan2, 0, 113) // just in front of section 1F-C's first row
+	zoomInto(t, fan2, 0, 113) // just in front of section 1층 C's first row
 	mapScreenshot(t, fan2, "seatmap-hall-other-fan-zoomed")
 	// Playwright refuses to click what is aria-disabled unless forced
 	must(t, "click a held seat", seat(fan2, first).Click(playwright.LocatorClickOptions{Force: playwright.Bool(true)}))
@@ -151,7 +152,7 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	must(t, "choose the released seat", seat(fan2, first).Click())
 	must(t, "hold it", fan2.GetByTestId("hold-submit").Click())
 	waitSeat(t, fan2, first, ".mine")
-	if got := text(t, fan2, "held-seats"); !strings.Contains(got, "Section 1F-C, row 3, seat 10") {
+	if got := text(t, fan2, "held-seats"); !strings.Contains(got, "Section 1층 C, row 3, seat 10") {
 		t.Errorf("the second fan's held seats = %q, want seat 10 of row 3", got)
 	}
 	mapScreenshot(t, fan2, "seatmap-hall-second-fan-holds-zoomed") // before a full-page shot resizes the map
@@ -166,14 +167,14 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	_, err = db.Pool.Exec(context.Background(), `UPDATE event SET hold_ttl_seconds = 2 WHERE id = $1`, hall)
 	must(t, "shorten the hold TTL", err)
 	time.Sleep(1100 * time.Millisecond) // the app's event cache lives a second
-	const brief = "1F-C-6-1"
+	const brief = "1층 C-6-1"
 	openSeatMap(t, a, fan1, hall)
 	must(t, "choose "+brief, seat(fan1, brief).Click())
 	must(t, "hold it", fan1.GetByTestId("hold-submit").Click())
 	waitSeat(t, fan1, brief, ".mine")
 	waitSeat(t, fan1, brief, ":not(.mine)")
 	must(t, "wait for the panel to resynchronise", fan1.Locator(`[data-testid=held-seats] li[data-seat="`+brief+`"]`).WaitFor(playwright.LocatorWaitForOptions{State: playwright.WaitForSelectorStateDetached}))
-	if got := text(t, fan1, "held-seats"); !strings.Contains(got, "Section 1F-C, row 3, seat 11") {
+	if got := text(t, fan1, "held-seats"); !strings.Contains(got, "Section 1층 C, row 3, seat 11") {
 		t.Errorf("held seats after the short hold ended = %q, want seat 11 of row 3 still", got)
 	}
 	if got := text(t, fan1, "hold-countdown"); !strings.Contains(got, "min") {
@@ -181,8 +182,8 @@ func TestSeatMap_HoldCountdownRelease(t *testing.T) {
 	}
 
 	// without the map: the list of a section's seats
-	_, err = fan2.Goto(a.URL + "/events/" + strconv.FormatInt(hall, 10) + "/seats?section=1F-C#pick")
-	must(t, "open the list of section 1F-C", err)
+	_, err = fan2.Goto(a.URL + "/events/" + strconv.FormatInt(hall, 10) + "/seats?section=" + url.QueryEscape("1층 C") + "#pick")
+	must(t, "open the list of section 1층 C", err)
 	screenshot(t, fan2, "seatmap-hall-list")
 
 	// The arena's 15,000 seats: the browser's own timing, cold (the first
