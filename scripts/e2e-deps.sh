@@ -4,6 +4,8 @@
 # they read as shell assignments (the Makefile evals them):
 #   - Debian's chromium (apt-get, where it is missing and we are root);
 #   - Node.js (likewise), which runs the Playwright driver;
+#   - a Korean font (fonts-nanum, likewise), so that the screenshots of the
+#     Korean pages show Hangul rather than empty boxes;
 #   - the npm package playwright-core at exactly the version playwright-go
 #     expects, unpacked into .cache/ (git-ignored).
 set -euo pipefail
@@ -24,6 +26,10 @@ fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   can_apt || { say "the browser tests need Node.js and npm: install the nodejs and npm packages"; exit 1; }
   apt_install nodejs npm
+fi
+
+if command -v fc-list >/dev/null && ! fc-list :lang=ko 2>/dev/null | grep -q . && can_apt; then
+  apt_install fonts-nanum
 fi
 
 module=github.com/playwright-community/playwright-go
