@@ -12,7 +12,9 @@ import (
 )
 
 // ko returns a sentence of the Korean catalog.
-func ko(id boxoffice.MsgID, args ...any) string { return views.In(views.Korean, boxoffice.M(id, args...)) }
+func ko(id boxoffice.MsgID, args ...any) string {
+	return views.In(views.Korean, boxoffice.M(id, args...))
+}
 
 // newPageIn opens a page in a fresh browser context whose browser speaks
 // locale (its Accept-Language), closed when t ends.

@@ -27,7 +27,7 @@ func TestLoadConfig_Defaults(t *testing.T) {
 	}
 	if c.Addr != ":8080" || c.BaseURL != "http://localhost:8080" || c.PGProvider != "sandbox" ||
 		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits ||
-		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" || c.ReconcileInterval != 30*time.Second {
+		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" || c.ReconcileInterval != 30*time.Second || c.DefaultLang != "ko" {
 		t.Errorf("defaults = %+v", c)
 	}
 }
@@ -51,6 +51,8 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"RECONCILE_INTERVAL": "500ms"}, []string{"RECONCILE_INTERVAL"}},
 		{map[string]string{"RECONCILE_INTERVAL": "10m"}, []string{"RECONCILE_INTERVAL"}},
 		{map[string]string{"RECONCILE_INTERVAL": "often"}, []string{"RECONCILE_INTERVAL"}},
+		{map[string]string{"DEFAULT_LANG": "fr"}, []string{"DEFAULT_LANG"}},
+		{map[string]string{"DEFAULT_LANG": "ko-KR"}, []string{"DEFAULT_LANG"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))
@@ -63,6 +65,12 @@ func TestLoadConfig_Bad(t *testing.T) {
 				t.Errorf("LoadConfig(%v) = %q, want it to name %s", tt.env, err, name)
 			}
 		}
+	}
+}
+
+func TestLoadConfig_DefaultLang(t *testing.T) {
+	if c, err := LoadConfig(env(map[string]string{"DEFAULT_LANG": "en"})); err != nil || c.DefaultLang != "en" {
+		t.Errorf("LoadConfig(DEFAULT_LANG=en) = %q, %v; want en", c.DefaultLang, err)
 	}
 }
 
