@@ -292,3 +292,33 @@ func checkPageLangs(t *testing.T, c *client, path string) {
 		}
 	}
 }
+
+// The waiting room's live fragments come in each fan's language: the hub
+// renders a fragment once per distinct state and language, never one
+// language for everyone.
+func TestLang_StreamFragments(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, inKorean)
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue", ev.ID)
+	koFan, _ := app.newAccount(t, "stream-ko@example.com", boxoffice.RoleFan)
+	enFan, _ := app.newAccount(t, "stream-en@example.com", boxoffice.RoleFan)
+	wantStatus(t, enFan.do("POST", "/lang", url.Values{"lang": {"en"}}), http.StatusSeeOther)
+	for _, c := range []*client{koFan, enFan} {
+		wantStatus(t, c.do("POST", path, url.Values{}), http.StatusSeeOther)
+	}
+	for c, lang := range map[*client]string{koFan: views.Korean, enFan: views.English} {
+		_, ch := stream(t, c, ev.ID)
+		e := next(t, ch)
+		d := fragment(t, e)
+		if got, want := strings.TrimSpace(d.Find(".queue-figures small").First().Text()), views.In(lang, boxoffice.M("queue_position")); e.name != "position" || got != want {
+			t.Errorf("%s fan's fragment %q: %q, want %q", lang, e.name, got, want)
+		}
+		text := pageText(d)
+		for _, s := range sentences(map[string]string{views.Korean: views.English, views.English: views.Korean}[lang]) {
+			if strings.Contains(text, s) {
+				t.Errorf("%s fan's fragment holds %q", lang, s)
+			}
+		}
+	}
+}
