@@ -67,8 +67,13 @@ func TestSandbox_CheckoutPage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse page: %v", err)
 		}
-		if got := doc.Find(`[data-testid="pg-amount"]`).Text(); got != "₩ 1,234,500" {
-			t.Errorf("pg-amount %q, want %q", got, "₩ 1,234,500")
+		// Mounted without the app's language middleware, the page speaks
+		// the default language, Korean.
+		if got := doc.Find(`[data-testid="pg-amount"]`).Text(); got != "1,234,500원" {
+			t.Errorf("pg-amount %q, want %q", got, "1,234,500원")
+		}
+		if got := doc.Find("html").AttrOr("lang", ""); got != "ko" {
+			t.Errorf("<html lang=%q>, want ko", got)
 		}
 		if got := doc.Find(`[data-testid="pg-order-name"]`).Text(); got != "Concert <R>, 2 seats" {
 			t.Errorf("pg-order-name %q, want the order name", got)
