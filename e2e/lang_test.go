@@ -145,6 +145,27 @@ func TestJourney_Korean(t *testing.T) {
 	must(t, "open the order", err)
 	wantLang(t, page, views.English)
 
+	// The admin's pages in Korean: the event form with a field per
+	// language, the dashboard and the live page.
+	_, admin := newPageIn(t, "ko-KR")
+	_, err = admin.Goto(a.URL + "/login")
+	must(t, "open log-in", err)
+	must(t, "fill e-mail", admin.GetByLabel(ko("field_email")).Fill("admin@boxoffice.test"))
+	must(t, "fill password", admin.GetByLabel(ko("field_password")).Fill(demoPassword))
+	must(t, "log in", admin.GetByTestId("login-submit").Click())
+	must(t, "wait for home", admin.WaitForURL(a.URL+"/"))
+	for name, path := range map[string]string{"admin": "/admin", "admin-event": "/admin/events/" + itoa(hall) + "/edit", "admin-live": "/admin/events/" + itoa(hall) + "/live"} {
+		_, err := admin.Goto(a.URL + path)
+		must(t, "open "+name, err)
+		wantLang(t, admin, views.Korean)
+		if name == "admin-event" {
+			if got, err := admin.GetByTestId("title.ko").InputValue(); err != nil || got != "겨울 교향곡 갈라 (데모)" {
+				t.Errorf("the event form's Korean title holds %q (%v), want the demo's", got, err)
+			}
+		}
+		screenshot(t, admin, "ko-"+name)
+	}
+
 	// Every page of the journey in both languages, on a desktop and at a
 	// phone's width.
 	pages := map[string]string{"home": a.URL + "/", "event": a.URL + "/events/" + itoa(hall), "seatmap": seatMapURL,
