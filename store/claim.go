@@ -33,8 +33,8 @@ func (h *Holds) soldCacheTTL() time.Duration {
 	return DefaultSoldCacheTTL
 }
 
-// claimSeats claims labels for the buyer (accountID) of an order whose
-// confirmation transaction is deciding, in one Lua script (hold_claim.lua),
+// claimSeats claims labels for the buyer (accountID) of an order (orderID)
+// whose confirmation transaction is deciding, in one Lua script (hold_claim.lua),
 // all or nothing: if another account holds any of the seats, nothing
 // changes and those labels come back as taken; otherwise every seat becomes
 // a hold of the buyer until claimTTL from now on Redis's clock (or later, if
@@ -67,17 +67,24 @@ func (h *Holds) soldCacheTTL() time.Duration {
 // claimCommitMargin (the sale then committed before the load's read), and
 // hold.lua refuses a recorded seat on such a copy.
 //
+// The claim also sets the order's marker (orderID's order:holds:{e}), so that
+// the order's expiry, which may have read the order as due just before the
+// transaction locked it, does not end the claim afterwards (releaseOrder);
+// the marker outlives the transaction, which commits within
+// claimCommitMargin, by far more than expireTimeout.
+//
 // Sold seats are not looked at: PostgreSQL's UNIQUE sold_seat decides those.
 // Errors: Redis's (the script may have run: a claim made then expires by
 // itself).
-func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, labels []string) (claimed, taken []string, err error) {
+func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, orderID string, labels []string) (claimed, taken []string, err error) {
 	keys := []string{
 		h.holdKey(eventID, accountID),
 		h.Redis.Key("held:{%d}", eventID),
 		h.Redis.Key("holder:{%d}", eventID),
 		h.Redis.Key("claimed:{%d}", eventID),
+		h.orderKey(eventID, orderID),
 	}
-	args := []any{accountID, h.claimTTL().Milliseconds()}
+	args := []any{accountID, h.claimTTL().Milliseconds(), orderMarkerTTL.Milliseconds()}
 	for _, l := range labels {
 		keys = append(keys, h.lockKey(eventID, l))
 		args = append(args, l)

@@ -400,7 +400,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *paym
 		var claimed []string
 		if reason == "" {
 			var taken []string
-			if claimed, taken, err = s.Holds.claimSeats(ctx, o.EventID, o.AccountID, labels); err != nil {
+			if claimed, taken, err = s.Holds.claimSeats(ctx, o.EventID, o.AccountID, o.ID, labels); err != nil {
 				return err
 			}
 			if len(taken) > 0 {

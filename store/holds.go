@@ -28,6 +28,7 @@ var (
 	holdSoldScript    = loadScript(holdLua, "lua/hold_sold.lua")
 	holdMineScript    = loadScript(holdLua, "lua/hold_mine.lua")
 	holdCacheScript   = loadScript(holdLua, "lua/hold_cache.lua")
+	holdReleaseOrder  = loadScript(holdLua, "lua/hold_release_order.lua")
 )
 
 func loadScript(fsys embed.FS, name string) *redis.Script {
@@ -62,6 +63,11 @@ const loadTimeout = 30 * time.Second
 //	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
 //	claimed:{e}            zset label -> claim time (Unix ms): seats claimed for
 //	                       a sale (claimSeats) that sold:{e} may not have yet
+//	order:holds:{e}:<order>
+//	                       marker that an order's holds are no longer its
+//	                       expiry's to end: released by it (releaseOrder) or
+//	                       claimed for its sale (claimSeats); expiring after
+//	                       orderMarkerTTL
 //
 // Expiries are on Redis's clock (TIME in the scripts; PXAT on the locks, so a
 // lock and its zset entries end at the same millisecond): a hold ends by
@@ -534,6 +540,40 @@ func (h *Holds) MarkSold(ctx context.Context, eventID, accountID int64, labels [
 		return fmt.Errorf("mark seats of event %d sold: %w", eventID, err)
 	}
 	return nil
+}
+
+// orderMarkerTTL is how long an order's marker (order:holds:{e}:<order>)
+// lives: far longer than an ExpireOrders call that read the order as due
+// may last (expireTimeout), so that such a call, however late, finds it.
+const orderMarkerTTL = 10 * expireTimeout
+
+// releaseOrder ends the account's holds on labels, the seats of an order
+// that its expiry found due (orderID), in one Lua script, unless the order's
+// marker is there: the first call for the order releases and sets it, and a
+// later call, or one after the order's confirmation claimed its seats
+// (claimSeats), changes nothing. Seats held by another account are left
+// alone. Errors: Redis's (then nothing was released).
+func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orderID string, labels []string) error {
+	keys := []string{
+		h.orderKey(eventID, orderID),
+		h.holdKey(eventID, accountID),
+		h.Redis.Key("held:{%d}", eventID),
+		h.Redis.Key("holder:{%d}", eventID),
+	}
+	args := []any{accountID, orderMarkerTTL.Milliseconds()}
+	for _, l := range labels {
+		keys = append(keys, h.lockKey(eventID, l))
+		args = append(args, l)
+	}
+	if err := holdReleaseOrder.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {
+		return fmt.Errorf("release the holds of order %s: %w", orderID, err)
+	}
+	return nil
+}
+
+// orderKey is the order's marker, order:holds:{e}:<order>.
+func (h *Holds) orderKey(eventID int64, orderID string) string {
+	return h.Redis.Key("order:holds:{%d}:%s", eventID, orderID)
 }
 
 func (h *Holds) lockKey(eventID int64, label string) string {

@@ -329,61 +329,89 @@ func (s *Orders) CheckoutURL(o *boxoffice.Order) string {
 	return s.PG.CheckoutURL(o.ID, o.Amount, o.Name, s.SuccessURL, s.FailURL)
 }
 
-// ExpireOrders moves every PENDING_PAYMENT order whose expiry has passed
-// (DB.Now) to EXPIRED with a conditional UPDATE, at most 500 per call (rows
-// another instance is expiring are skipped), and then releases the holds of
-// their seats that the account still holds, except seats of another payable
-// order of the account. It returns the number of orders expired. A hold that
-// cannot be released ends by itself: checkout extended it to the expiry.
+// expireTimeout bounds one ExpireOrders call.
+const expireTimeout = time.Minute
+
+// ExpireOrders expires the PENDING_PAYMENT orders whose expiry has passed
+// (DB.Now), at most 500 per call, and returns how many it expired. An
+// order's holds end before it reads EXPIRED, so that a fan who sees its order
+// expired finds its seats free, not still its own (counted against its limit
+// and taken into its next checkout, whose holds would then end under it):
+//
+//  1. it reads the due orders, skipping rows locked at that moment (a
+//     confirmation deciding, another instance expiring), and for each the
+//     seats whose holds go: all but seats of another payable order of the
+//     account;
+//  2. it ends those holds of the account in Redis (Holds.releaseOrder), at
+//     most once per order and never after the order's confirmation claimed
+//     its seats: another instance that read the order as due too must not
+//     end, later, the holds that the fan took after seeing it EXPIRED, nor
+//     may a call that read the order just before a late payment's
+//     confirmation locked it end the claim that keeps its seats from rivals;
+//  3. it moves those orders to EXPIRED with a conditional UPDATE (rows locked
+//     then are skipped, as are orders confirmed or failed meanwhile).
+//
+// Between 2 and 3 the order is PENDING_PAYMENT past its expiry, which every
+// reader already treats as not payable (a payment for it is confirmed as for
+// an expired order). If Redis fails, the orders whose holds were not released
+// stay PENDING_PAYMENT for a later call (their holds end by themselves
+// meanwhile, with their TTL), and the error is returned.
 func (s *Orders) ExpireOrders(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, expireTimeout)
+	defer cancel()
 	now := s.DB.Now()
 	rows, err := s.DB.Pool.Query(ctx, `
-		WITH due AS (
-			SELECT id FROM orders WHERE status = 'PENDING_PAYMENT' AND expires_at <= $1
-			ORDER BY expires_at LIMIT $3 FOR NO KEY UPDATE SKIP LOCKED
-		)
-		UPDATE orders o SET status = 'EXPIRED', updated_at = $1
-		FROM due WHERE o.id = due.id AND o.status = ANY($2)
-		RETURNING o.id, o.event_id, o.account_id`, now, boxoffice.OrderStatusesBefore(boxoffice.OrderExpired), expireBatch)
+		SELECT o.id, o.event_id, o.account_id, ARRAY(
+			SELECT i.seat_label FROM order_item i WHERE i.order_id = o.id AND NOT EXISTS (
+				SELECT 1 FROM order_item j JOIN orders p ON p.id = j.order_id
+				WHERE p.account_id = o.account_id AND p.event_id = o.event_id AND j.seat_label = i.seat_label
+				  AND p.id <> o.id AND p.status = 'PENDING_PAYMENT' AND p.expires_at > $1)
+			ORDER BY i.seat_label)
+		FROM orders o WHERE o.status = 'PENDING_PAYMENT' AND o.expires_at <= $1
+		ORDER BY o.expires_at LIMIT $2 FOR NO KEY UPDATE OF o SKIP LOCKED`, now, expireBatch)
 	if err != nil {
 		return 0, fmt.Errorf("expire orders: %w", err)
 	}
-	type expired struct {
+	type dueOrder struct {
 		id               string
 		event, accountID int64
+		labels           []string
 	}
-	var done []expired
-	var e expired
-	if _, err := pgx.ForEachRow(rows, []any{&e.id, &e.event, &e.accountID}, func() error {
-		done = append(done, e)
+	var due []dueOrder
+	var d dueOrder
+	if _, err := pgx.ForEachRow(rows, []any{&d.id, &d.event, &d.accountID, &d.labels}, func() error {
+		due = append(due, d)
 		return nil
 	}); err != nil {
 		return 0, fmt.Errorf("expire orders: %w", err)
 	}
-	for _, e := range done {
-		if err := s.releaseHolds(ctx, e.id, e.event, e.accountID, now); err != nil {
-			s.logger().Warn("release the holds of an expired order", "order_id", e.id, "err", err)
+	var released []string
+	var releaseErr error
+	for _, o := range due {
+		if len(o.labels) > 0 {
+			if releaseErr = s.Holds.releaseOrder(ctx, o.event, o.accountID, o.id, o.labels); releaseErr != nil {
+				break
+			}
 		}
+		released = append(released, o.id)
 	}
-	return len(done), nil
-}
-
-// releaseHolds ends the account's holds on an expired order's seats, but not
-// on seats of another of its orders that is still payable.
-func (s *Orders) releaseHolds(ctx context.Context, orderID string, eventID, accountID int64, now time.Time) error {
-	rows, err := s.DB.Pool.Query(ctx, `
-		SELECT i.seat_label FROM order_item i WHERE i.order_id = $1 AND NOT EXISTS (
-			SELECT 1 FROM order_item j JOIN orders o ON o.id = j.order_id
-			WHERE o.account_id = $2 AND o.event_id = i.event_id AND j.seat_label = i.seat_label
-			  AND o.id <> $1 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3)`, orderID, accountID, now)
+	if len(released) == 0 {
+		return 0, releaseErr
+	}
+	tag, err := s.DB.Pool.Exec(ctx, `
+		WITH due AS (
+			SELECT id FROM orders WHERE id = ANY($1) AND status = 'PENDING_PAYMENT'
+			FOR NO KEY UPDATE SKIP LOCKED
+		)
+		UPDATE orders o SET status = 'EXPIRED', updated_at = $2
+		FROM due WHERE o.id = due.id AND o.status = ANY($3)`, released, now, boxoffice.OrderStatusesBefore(boxoffice.OrderExpired))
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("expire orders: %w", err)
 	}
-	labels, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
+	if releaseErr != nil {
+		return int(tag.RowsAffected()), fmt.Errorf("expire orders: %w", releaseErr)
 	}
-	return s.Holds.releaseSeats(ctx, eventID, accountID, labels)
+	return int(tag.RowsAffected()), nil
 }
 
 // FindStuckOrders lists up to limit orders that are not settled although

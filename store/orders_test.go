@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"maps"
 	"regexp"
 	"slices"
 	"sync/atomic"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/jackc/pgx/v5"
 )
 
 var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
@@ -195,6 +198,171 @@ func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 		})
 		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
 	}
+	env.checkInvariants(t)
+}
+
+// Fans watch their unpaid orders while several instances expire them all
+// at once: a fan that sees its order EXPIRED must find its seats free then
+// (none still held, as its seat map would show them, nor counted against its
+// limit or taken into its next checkout), and the seats it holds again at
+// once must stay held, whatever any instance's expiry does later. Each round
+// the fans check out their seats again and the orders expire again.
+func TestOrders_ExpireOrders_ReleasesBeforeExpired(t *testing.T) {
+	t.Parallel()
+	const fans, seats, instances, watchers, rounds = 120, 2, 3, 6, 4
+	env := newCheckoutEnv(t, fans*seats)
+	ctx := context.Background()
+	ev := env.Event
+	accts := make([]int64, fans)
+	for i := range accts {
+		accts[i] = env.account(t)
+	}
+	orders := make([]*store.Orders, instances)
+	for i := range orders {
+		orders[i] = env.newOrders(env.gateway())
+	}
+	seatsOf := func(fan int) []string { return slices.Sorted(slices.Values(ev.Labels[fan*seats : (fan+1)*seats])) }
+	req := func(fan int) boxoffice.HoldRequest {
+		return boxoffice.HoldRequest{EventID: ev.ID, AccountID: accts[fan], Limit: limit, TTL: holdTTL}
+	}
+	for fan := range fans {
+		if _, err := env.Holds.Hold(ctx, req(fan), seatsOf(fan)); err != nil {
+			t.Fatalf("fan %d holds %v: %v", fan, seatsOf(fan), err)
+		}
+	}
+	for round := range rounds {
+		ids := make([]string, fans)
+		for fan := range fans {
+			o, err := env.Orders.CreateOrder(ctx, ev.ID, accts[fan])
+			if err != nil || len(o.Items) != seats {
+				t.Fatalf("round %d: fan %d checks out: %v, %v; want an order of %v", round, fan, o, err, seatsOf(fan))
+			}
+			ids[fan] = o.ID
+		}
+		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+
+		// Watcher w watches the orders of fans w, w+watchers, ...: it reads
+		// which of them are EXPIRED, and for each new one it looks at the
+		// fan's holds, then holds the seats again as the fan would.
+		storetest.AtOnce(instances+watchers, func(i int) {
+			if i < instances {
+				if _, err := orders[i].ExpireOrders(ctx); err != nil {
+					t.Errorf("instance %d: ExpireOrders: %v", i, err)
+				}
+				return
+			}
+			var mine []string
+			watching := map[string]int{} // order id -> fan
+			for fan := i - instances; fan < fans; fan += watchers {
+				mine, watching[ids[fan]] = append(mine, ids[fan]), fan
+			}
+			for deadline := time.Now().Add(time.Minute); len(watching) > 0; {
+				if time.Now().After(deadline) {
+					t.Errorf("round %d: orders %v still not EXPIRED after a minute", round, slices.Collect(maps.Keys(watching)))
+					return
+				}
+				rows, err := env.DB.Pool.Query(ctx, `SELECT id FROM orders WHERE id = ANY($1) AND status = 'EXPIRED'`, mine)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				expired, err := pgx.CollectRows(rows, pgx.RowTo[string])
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				for _, id := range expired {
+					fan, ok := watching[id]
+					if !ok {
+						continue
+					}
+					delete(watching, id)
+					if held, _, err := env.Holds.MyHolds(ctx, ev.ID, accts[fan]); err != nil || len(held) != 0 {
+						t.Errorf("round %d: fan %d saw order %s EXPIRED while it still held %v (%v); want its seats free",
+							round, fan, id, held, err)
+					}
+					if _, err := env.Holds.Hold(ctx, req(fan), seatsOf(fan)); err != nil {
+						t.Errorf("round %d: fan %d holds %v again after its order expired: %v", round, fan, seatsOf(fan), err)
+					}
+				}
+			}
+		})
+		for fan := range fans {
+			if held, _ := env.myHolds(t, accts[fan]); !slices.Equal(held, seatsOf(fan)) {
+				t.Fatalf("round %d: fan %d holds %v after every instance's expiry, want %v: the holds it took after seeing its order EXPIRED",
+					round, fan, held, seatsOf(fan))
+			}
+		}
+	}
+}
+
+// A payment confirmed at the moment two instances expire its order, round
+// after round, while rivals try again and again to hold the order's seat:
+// the confirmation waits on a lock the test holds (it has asked the PG and
+// is in its transaction), and the test lets it go as the instances start,
+// one of them a little later each round. Once the confirmation has claimed
+// the seat, no expiry may end the claim: an order that ends CONFIRMED had
+// its seat held by no rival at any time (a rival that held it first makes
+// the order REFUNDED).
+func TestOrders_ExpireOrders_KeepsAClaim(t *testing.T) {
+	t.Parallel()
+	const rounds, rivals = 30, 4
+	env := newCheckoutEnv(t, rounds)
+	ctx := context.Background()
+	ev := env.Event
+	expirers := []*store.Orders{env.newOrders(env.gateway()), env.newOrders(env.gateway())}
+	outcomes := map[boxoffice.OrderStatus]int{}
+	for round := range rounds {
+		o := env.order(t, env.account(t), ev.Labels[round])
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+		release := lockPurchases(t, env, o.AccountID)
+		confirmed := make(chan struct{})
+		go func() {
+			defer close(confirmed)
+			if _, err := env.redirect(o.ID, key, amount); err != nil {
+				t.Errorf("round %d: confirm order %s: %v", round, o.ID, err)
+			}
+		}()
+		waitForLockWait(t, env)
+		var rivalHeld atomic.Bool
+		storetest.AtOnce(len(expirers)+1+rivals, func(i int) {
+			switch {
+			case i < len(expirers):
+				time.Sleep(time.Duration(i) * rivalDelays[round%len(rivalDelays)])
+				if _, err := expirers[i].ExpireOrders(ctx); err != nil {
+					t.Errorf("instance %d: ExpireOrders: %v", i, err)
+				}
+			case i == len(expirers):
+				release()
+			default:
+				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: int64(round*rivals + i + 1), Limit: limit, TTL: holdTTL}
+				for {
+					_, err := env.Holds.Hold(ctx, req, o.Seats())
+					if err == nil {
+						rivalHeld.Store(true)
+						return
+					} else if boxoffice.ErrorCode(err) != boxoffice.ESEATTAKEN {
+						t.Errorf("round %d: rival holds %v: %v", round, o.Seats(), err)
+						return
+					}
+					select {
+					case <-confirmed:
+						return
+					default:
+					}
+				}
+			}
+		})
+		<-confirmed
+		o = env.findOrder(t, o.ID)
+		outcomes[o.Status]++
+		if o.Status == boxoffice.OrderConfirmed && rivalHeld.Load() {
+			t.Errorf("round %d: order %s is CONFIRMED, and a rival held its seat %v meanwhile: the expiry ended the confirmation's claim",
+				round, o.ID, o.Seats())
+		}
+	}
+	t.Logf("orders by status: %v", outcomes)
 	env.checkInvariants(t)
 }
 

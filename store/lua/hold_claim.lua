@@ -5,20 +5,24 @@
 -- KEYS[3] holder:{e}        hash label -> account: index of holders
 -- KEYS[4] claimed:{e}       zset label -> claim time (ms): seats claimed
 --                           for a sale that sold:{e} may not have yet
--- KEYS[5..] seat:lock:{e}:<label>, one per seat, in ARGV's order
--- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3..] labels
+-- KEYS[5] order:holds:{e}:<order>  the order's marker (hold_release_order.lua)
+-- KEYS[6..] seat:lock:{e}:<label>, one per seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3] the marker's TTL (ms),
+-- ARGV[4..] labels
 -- Returns {'taken', {labels}} when another account holds any of the seats,
 -- changing nothing; otherwise {'ok', {labels}}, the seats that no hold of
 -- the buyer covered (those the claim took). A claimed seat is a hold of the
 -- buyer, written as hold.lua writes one, ending at now + TTL on Redis's
 -- clock or later if the buyer's hold on it already ended later, and is
--- recorded in KEYS[4] at now, where MarkSold or a later load ends it.
+-- recorded in KEYS[4] at now, where MarkSold or a later load ends it. The
+-- order's marker is set, so that its expiry, if it reads the order as due
+-- now, releases nothing: the claim is the confirmation's to end.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp = ARGV[1], now + tonumber(ARGV[2])
 
 local taken, fresh = {}, {}
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   local owner = redis.call('GET', KEYS[i])
   if owner == false then
     fresh[#fresh + 1] = ARGV[i - 2]
@@ -30,7 +34,7 @@ if #taken > 0 then
   return {'taken', taken}
 end
 
-for i = 5, #KEYS do
+for i = 6, #KEYS do
   local label = ARGV[i - 2]
   -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
   local ends = math.max(exp, redis.call('PEXPIRETIME', KEYS[i]))
@@ -41,4 +45,5 @@ for i = 5, #KEYS do
   redis.call('ZADD', KEYS[4], now, label)
 end
 redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+redis.call('SET', KEYS[5], 'claimed', 'PX', ARGV[3])
 return {'ok', fresh}
