@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/store"
 )
 
 // fanPassword is every fan's password.
@@ -48,6 +50,16 @@ type crowd struct {
 	mu        sync.Mutex
 	confirmed map[string]int  // order id -> seats, of the orders fans saw CONFIRMED
 	expired   map[string]bool // orders the fans left unpaid and saw EXPIRED
+	gaveUp    []giveUp        // the fans who found no free seat, for explainUnsold
+}
+
+// giveUp is a fan that found no free seat: when, and what its last seat
+// map showed of the seats that were not sold (held, mine, or free but
+// refused it as taken).
+type giveUp struct {
+	fan int
+	at  time.Time
+	saw map[string]string
 }
 
 // race is a group of fans, admitted one after the other, who try to hold
@@ -73,7 +85,11 @@ const raceSize = 4
 func newCrowd(t *testing.T, s *sale, instances []*instance, races int) *crowd {
 	c := &crowd{
 		t: t, sale: s, instances: instances,
-		transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second},
+		// Idle connections close well before the instances' 10 s
+		// ReadHeaderTimeout (web/serve.go), which also ends a connection
+		// that was dialed and never used: otherwise a request could take
+		// one from the pool as the instance closes it, and get an EOF.
+		transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 5 * time.Second},
 		reserved:  map[string]bool{}, probed: make(chan struct{}), confirmed: map[string]int{}, expired: map[string]bool{},
 	}
 	t.Cleanup(c.transport.CloseIdleConnections)
@@ -149,6 +165,25 @@ func (c *crowd) other(in *instance) *instance {
 	return c.instances[(i+1)%len(c.instances)]
 }
 
+// note records that fan n found no free seat in the seat map saw, having
+// been told that taken were taken.
+func (c *crowd) note(n int, saw map[string]string, taken map[string]bool) {
+	g := giveUp{fan: n, at: time.Now(), saw: map[string]string{}}
+	for l, st := range saw {
+		if st != "sold" {
+			g.saw[l] = st
+		}
+	}
+	for l := range taken {
+		if _, ok := g.saw[l]; !ok {
+			g.saw[l] = "free, refused as taken"
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gaveUp = append(c.gaveUp, g)
+}
+
 func (c *crowd) confirm(order string, seats int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -165,6 +200,8 @@ type fan struct {
 	// taken are the seats that holds refused as taken, which the fan
 	// leaves alone: the seat map it reads may be a moment old.
 	taken map[string]bool
+	// lastMap is the statuses of the seat map it read last.
+	lastMap map[string]string
 }
 
 // answer is an HTTP answer, read whole.
@@ -335,6 +372,7 @@ func (f *fan) freeSeats(ctx context.Context) ([]string, error) {
 	if _, err := f.expect(ctx, nil, http.MethodGet, fmt.Sprintf("/events/%d/seats/status", f.c.sale.Event.ID), nil, false, http.StatusOK, &st); err != nil {
 		return nil, err
 	}
+	f.lastMap = st.Statuses
 	var free []string
 	for _, l := range f.c.sale.Seats {
 		if _, taken := st.Statuses[l]; !taken && !f.c.reserved[l] && !f.taken[l] {
@@ -344,18 +382,46 @@ func (f *fan) freeSeats(ctx context.Context) ([]string, error) {
 	return free, nil
 }
 
-// hold holds want free seats chosen at random (all that are free when
-// fewer are), reading the seat map again after each lost race (409
-// seat_taken). It returns the seats held, none when no seat was free.
+// settle is how long a fan whose seat map shows fewer free seats than it
+// wants waits before it looks again and settles for those (or for none):
+// the map an instance serves is shared by its callers and may show another
+// fan's release up to store.DefaultMapMaxAge (plus a round trip) late
+// (Holds.SeatStatuses), so one look can show seats held that are free. A
+// fan that settled on such a look would leave them unsold when it is the
+// last one buying, as the fans whose unpaid orders expired are.
+const settle = 2 * store.DefaultMapMaxAge
+
+// hold holds want free seats chosen at random, reading the seat map again
+// after each lost race (409 seat_taken). When the map shows fewer free
+// seats than want, it looks again settle later, and then holds all that are
+// free. It returns the seats held, none when no seat was free.
 func (f *fan) hold(ctx context.Context, want int) ([]string, error) {
 	clear(f.taken) // what earlier holds were told may have changed since
+	// short is when the fan first saw too few free seats since its last
+	// lost race.
+	var short time.Time
 	for range 100 {
+		looked := time.Now()
 		free, err := f.freeSeats(ctx)
 		if err != nil {
 			return nil, err
 		}
+		if len(free) < want {
+			if short.IsZero() {
+				short = looked
+			}
+			if wait := short.Add(settle).Sub(looked); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil, fmt.Errorf("waiting to look at the seat map again: %w", ctx.Err())
+				case <-time.After(wait):
+				}
+				continue
+			}
+		}
 		if len(free) == 0 {
 			f.c.noSeatLeft.Add(1)
+			f.c.note(f.n, f.lastMap, f.taken)
 			return nil, nil
 		}
 		rand.Shuffle(len(free), func(i, j int) { free[i], free[j] = free[j], free[i] })
@@ -369,6 +435,7 @@ func (f *fan) hold(ctx context.Context, want int) ([]string, error) {
 		case a.status == http.StatusConflict && a.code() == "seat_taken":
 			f.c.racesLost.Add(1)
 			f.noteTaken(a, seats)
+			short = time.Time{}
 		default:
 			return nil, fmt.Errorf("hold %v: %v, want 200 or 409 seat_taken", seats, a)
 		}
@@ -497,7 +564,8 @@ func (f *fan) oneMore(ctx context.Context, seat string, owned, held int) (bool, 
 
 // abandon holds 1 to 4 seats and orders them, but never pays: it waits
 // (as long as ctx lasts) until an instance's expiry worker has expired the
-// order after the payment window, then buys as many seats again.
+// order after the payment window, checks that it holds none of the order's
+// seats any more, then buys as many seats again.
 func (f *fan) abandon(ctx context.Context) error {
 	held, err := f.hold(ctx, 1+rand.IntN(4))
 	if err != nil || len(held) == 0 {
@@ -525,6 +593,14 @@ func (f *fan) abandon(ctx context.Context) error {
 		if got.Status != "PENDING_PAYMENT" {
 			return fmt.Errorf("unpaid order %s is %s, want PENDING_PAYMENT, then EXPIRED", order.OrderID, got.Status)
 		}
+	}
+	// The expiry ended the order's holds before the order read EXPIRED
+	// (Orders.ExpireOrders): none of its seats is the fan's any more.
+	if _, err := f.freeSeats(ctx); err != nil {
+		return err
+	}
+	if mine := slices.DeleteFunc(slices.Clone(held), func(l string) bool { return f.lastMap[l] != "mine" }); len(mine) > 0 {
+		return fmt.Errorf("order %s is EXPIRED while the fan still holds its seats %v, want them released first", order.OrderID, mine)
 	}
 	f.c.mu.Lock()
 	f.c.expired[order.OrderID] = true
@@ -581,14 +657,15 @@ func (f *fan) pay(ctx context.Context, seats []string) error {
 		return fmt.Errorf("confirm order %s: redirected to %q, want %q", order.OrderID, loc, want)
 	}
 	var got struct {
-		Status string   `json:"status"`
-		Seats  []string `json:"seats"`
+		Status  string   `json:"status"`
+		Failure string   `json:"failure"`
+		Seats   []string `json:"seats"`
 	}
 	if _, err := f.expect(ctx, nil, http.MethodGet, "/orders/"+order.OrderID, nil, false, http.StatusOK, &got); err != nil {
 		return err
 	}
 	if got.Status != "CONFIRMED" || !sameSet(got.Seats, seats) {
-		return fmt.Errorf("order %s is %s with seats %v, want CONFIRMED with %v", order.OrderID, got.Status, got.Seats, seats)
+		return fmt.Errorf("order %s is %s (failure %q) with seats %v, want CONFIRMED with %v", order.OrderID, got.Status, got.Failure, got.Seats, seats)
 	}
 	f.c.confirm(order.OrderID, len(seats))
 	return nil
