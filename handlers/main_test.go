@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/alexedwards/scs/goredisstore"
-	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment"
@@ -37,6 +35,8 @@ type testApp struct {
 	Orders  *store.Orders
 	Sandbox *payment.Sandbox
 	PG      *payment.Client // the sandbox's API, as the app calls it
+	// Sessions is the session store, whose in-process copy runs.
+	Sessions *store.Sessions
 }
 
 // newTestApp is a Server on a database and Redis prefix of its own, with
@@ -64,10 +64,12 @@ func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis, options ...func(
 // database that may outlive db's outages.
 func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
-	sessions := scs.New()
-	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, rdb.Prefix+"session:")
-	sessions.Cookie.Name = "boxoffice_session"
 	registry := prometheus.NewRegistry()
+	sessionStore, err := store.NewSessions(rdb.Client, rdb.Prefix, 0, registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sessions := handlers.NewSessions(sessionStore, false)
 	holds, err := store.NewHolds(db, rdb, registry)
 	if err != nil {
 		t.Fatal(err)
@@ -116,8 +118,11 @@ func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ..
 	}
 	ts.Config.Handler = srv.Handler()
 	ts.Start()
-	t.Cleanup(func() { stop(); ts.Close(); sandbox.Close() })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg}
+	copying, stopCopying := context.WithCancel(context.Background())
+	copied := make(chan struct{})
+	go func() { defer close(copied); sessionStore.Run(copying) }()
+	t.Cleanup(func() { stop(); ts.Close(); sandbox.Close(); stopCopying(); <-copied })
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg, Sessions: sessionStore}
 }
 
 const testPGSecret = "test_sk_handlers"

@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/alexedwards/scs/goredisstore"
-	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/handlers"
@@ -92,16 +90,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	sessions := scs.New()
-	sessions.Store = goredisstore.NewWithPrefix(rdb.Client, cfg.RedisPrefix+"session:")
-	// A fixed lifetime and no idle timeout: with one, scs saves the session
-	// again on every request to move its deadline, a Redis write per request
-	// at the opening of a sale (the load test's profiles showed it).
-	sessions.Lifetime = 12 * time.Hour
-	sessions.Cookie.Name = "boxoffice_session"
-	sessions.Cookie.HttpOnly = true
-	sessions.Cookie.SameSite = http.SameSiteLaxMode
-	sessions.Cookie.Secure = strings.HasPrefix(cfg.BaseURL, "https://")
+	sessionStore, err := store.NewSessions(rdb.Client, cfg.RedisPrefix, 0, registry)
+	if err != nil {
+		return err
+	}
+	sessions := handlers.NewSessions(sessionStore, strings.HasPrefix(cfg.BaseURL, "https://"))
 
 	queueMetrics, err := store.NewQueueMetrics(registry)
 	if err != nil {
@@ -129,6 +122,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 			logger.Error("admitter stopped", "err", err)
 		}
 	})
+	// The session copies stop with the workers: requests still draining
+	// then read their sessions from Redis.
+	workers.Go(func() { sessionStore.Run(stopping) })
 	checkout.start(stopping, &workers)
 	srv := &handlers.Server{
 		Logger:      logger,
