@@ -70,25 +70,49 @@ func lastDash(s string) int {
 	return -1
 }
 
+// Shopper is an account at an event's seat map, in one browser session.
+// SessionKey is the session's key ("sid", SessionKeyFromContext) that the
+// account's entry token must be bound to (DESIGN rule 5): the hold services
+// check it in the same Redis step as the action, and refuse with
+// ENOENTRYTOKEN (Details["reason"] ReasonOtherSession, ReasonExpired or
+// ReasonNone). An empty SessionKey skips that check: for callers that act
+// for the box office itself (the confirmation, tests), never for a request
+// of a fan.
+type Shopper struct {
+	EventID    int64
+	AccountID  int64
+	SessionKey string
+}
+
 // HoldRequest says who holds seats of which event, under which rules. Limit
 // is the event's MaxPerAccount (tickets the account may hold plus own, all
 // grades together) and TTL its HoldTTL (how long a new hold lasts, counted in
-// whole milliseconds on Redis's clock).
+// whole milliseconds on Redis's clock). SessionKey is as Shopper's.
 type HoldRequest struct {
-	EventID   int64
-	AccountID int64
-	Limit     int
-	TTL       time.Duration
+	EventID    int64
+	AccountID  int64
+	SessionKey string
+	Limit      int
+	TTL        time.Duration
+}
+
+// Shopper returns who asks.
+func (r HoldRequest) Shopper() Shopper {
+	return Shopper{EventID: r.EventID, AccountID: r.AccountID, SessionKey: r.SessionKey}
 }
 
 // HoldResult is the answer to a granted hold. Held lists the requested labels
 // in request order, all now held by the account. TTL is the time left, on
 // Redis's clock, until the first of them ends (a seat the account already
-// held keeps its earlier expiry), and ExpiresAt is that instant.
+// held keeps its earlier expiry), and ExpiresAt is that instant. Mine is the
+// account's own part of the seat map after the hold (its holds, their time
+// left and its bought tickets; no other seat's status), read in the same
+// step.
 type HoldResult struct {
 	Held      []string
 	TTL       time.Duration
 	ExpiresAt time.Time
+	Mine      SeatMapState
 }
 
 // SeatMapState is the live state of an event's seats for one account, read
@@ -128,19 +152,25 @@ func (s SeatMapState) Left(limit int) int {
 type HoldService interface {
 	// Hold holds every seat in labels for req.AccountID, or none. Holding a
 	// seat the account already holds is no error: the seat counts once and
-	// keeps its expiry. Errors: EBADSEAT (no seats, more than req.Limit,
-	// a malformed, duplicate or unknown label, Details["seats"] the bad
-	// labels); ESEATTAKEN (a seat is held by another account or sold,
-	// Details["seats"]); ELIMITEXCEEDED (live holds + bought + new seats
-	// would pass req.Limit, Details "limit", "owned", "held").
+	// keeps its expiry. Errors: ENOENTRYTOKEN (see Shopper); EBADSEAT (no
+	// seats, more than req.Limit, a malformed, duplicate or unknown label,
+	// Details["seats"] the bad labels); ESEATTAKEN (a seat is held by
+	// another account or sold, Details["seats"]); ELIMITEXCEEDED (live
+	// holds + bought + new seats would pass req.Limit, Details "limit",
+	// "owned", "held"). With ESEATTAKEN and ELIMITEXCEEDED the result's
+	// Mine is still filled.
 	Hold(ctx context.Context, req HoldRequest, labels []string) (HoldResult, error)
-	// Release ends the account's own hold on a seat. Errors: EBADSEAT for a
-	// malformed or unknown label; ENOTFOUND when the account does not hold the
-	// seat (free, expired, sold or held by another account), changing nothing.
-	Release(ctx context.Context, eventID, accountID int64, label string) error
+	// Release ends the shopper's own hold on a seat and returns the
+	// account's own part of the seat map after it (as HoldResult.Mine).
+	// Errors: ENOENTRYTOKEN (see Shopper); EBADSEAT for a malformed or
+	// unknown label; ENOTFOUND when the account does not hold the seat
+	// (free, expired, sold or held by another account), changing nothing,
+	// with the state still returned.
+	Release(ctx context.Context, s Shopper, label string) (SeatMapState, error)
 	// SeatStatuses returns the state of all the event's seats for the
-	// account, with a constant number of Redis round trips.
-	SeatStatuses(ctx context.Context, eventID, accountID int64) (SeatMapState, error)
+	// shopper, with a constant number of Redis round trips. Errors:
+	// ENOENTRYTOKEN (see Shopper).
+	SeatStatuses(ctx context.Context, s Shopper) (SeatMapState, error)
 	// MyHolds returns the account's live holds for the event, sorted, and the
 	// time left until the first ends (none: an empty list and 0).
 	MyHolds(ctx context.Context, eventID, accountID int64) ([]string, time.Duration, error)

@@ -26,7 +26,6 @@ const (
 	ReasonNone         = "none"          // never admitted, or Redis lost the token
 	ReasonExpired      = "expired"       // admitted, but the token's TTL has run out
 	ReasonOtherSession = "other_session" // the live token was issued, or moved by a rejoin, to another session
-	ReasonMismatch     = "mismatch"      // this session's token is not the live one
 )
 
 // Defaults of the admitter.
@@ -56,6 +55,16 @@ type QueuePosition struct {
 	// and passes it to Position: after Redis lost the queue the epochs
 	// differ and the fan is told QueueReset.
 	Epoch string
+}
+
+// QueuePlace is what a browser keeps of its place in an event's line, from
+// its last Join (the waiting room's cookie): the queue's Epoch and the
+// place's join Sequence. It grants nothing: a forged or stale one can at
+// most make the waiting room show a wrong position or say that the line was
+// reset.
+type QueuePlace struct {
+	Epoch    string
+	Sequence int64
 }
 
 // queueEpochLen is the length of a queue epoch: 128 random bits in
@@ -114,24 +123,27 @@ type QueueService interface {
 	// bound to the session it was issued to); after a sell-out, QueueSoldOut
 	// and no place.
 	Join(ctx context.Context, eventID, accountID int64, sessionKey string) (QueuePosition, error)
-	// Position returns where the account stands. epoch is the Epoch the
-	// session kept from Join ("" if none). Errors: ENOTINQUEUE (with
-	// Details["reason"] ReasonExpired or ReasonNone) when the account is
-	// neither waiting nor admitted and its epoch is still current.
-	Position(ctx context.Context, eventID, accountID int64, epoch string) (QueuePosition, error)
+	// Position returns where the account stands. place is what the browser
+	// kept from its last Join (the zero QueuePlace if nothing): a place the
+	// instance's shared figures of the current tick show still waiting is
+	// answered from them, with no Redis round trip. Errors: ENOTINQUEUE
+	// (with Details["reason"] ReasonExpired or ReasonNone) when the account
+	// is neither waiting nor admitted and place's epoch is still current.
+	Position(ctx context.Context, eventID, accountID int64, place QueuePlace) (QueuePosition, error)
 	// Positions is Position for many fans in one Redis round trip, whatever
 	// their number: fans maps account ids to their sessions' epochs. Every
 	// account gets an entry; those Position would refuse get QueueExpired or
 	// QueueNotInQueue.
 	Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]QueuePosition, error)
 	// EntryToken returns the account's live entry token and its remaining
-	// TTL if it was issued to sessionKey, for the handler to store in that
-	// session. Errors: ENOENTRYTOKEN with a Reason* in Details["reason"].
+	// TTL if it was issued (or moved by a rejoin) to sessionKey. Errors:
+	// ENOENTRYTOKEN with a Reason* in Details["reason"].
 	EntryToken(ctx context.Context, eventID, accountID int64, sessionKey string) (string, time.Duration, error)
-	// CheckEntry returns nil if token is the account's live entry token and
-	// was issued to sessionKey. Errors: ENOENTRYTOKEN with a Reason* in
-	// Details["reason"].
-	CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey, token string) error
+	// CheckEntry returns nil if the account holds a live entry token that
+	// was issued (or moved by a rejoin) to sessionKey: the token is bound to
+	// the session, so a session holds nothing that could be copied. Errors:
+	// ENOENTRYTOKEN with a Reason* in Details["reason"].
+	CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey string) error
 	// QueueStats returns the event's waiting-room figures.
 	QueueStats(ctx context.Context, eventID int64) (QueueStats, error)
 }

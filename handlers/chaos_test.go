@@ -196,7 +196,12 @@ func (s *redisChaos) checkWaiter(t *testing.T) {
 		t.Errorf("after the reset the stream sends %q, want close", e.name)
 	}
 
-	resp := s.waiter.do("GET", s.path, nil)
+	// Each instance drops its copies of the lost sessions within a second.
+	var resp *http.Response
+	waitFor(t, "the waiter to be logged out by the loss", func() bool {
+		resp = s.waiter.do("GET", s.path, nil)
+		return resp.StatusCode != http.StatusOK
+	})
 	wantStatus(t, resp, http.StatusSeeOther)
 	if loc := resp.Header.Get("Location"); loc != "/login?next="+url.QueryEscape(s.path) {
 		t.Fatalf("the waiter's waiting room after the loss redirects to %q, want the log-in page leading back", loc)

@@ -3,25 +3,19 @@ package handlers
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
 )
 
-// entrySessionKey is where a session keeps its entry token for an event.
-func entrySessionKey(eventID int64) string { return "entry:" + strconv.FormatInt(eventID, 10) }
-
-// requireEntry lets a request for an event's seat map, holds or checkout
-// through only if the session holds a live entry token for that event that
-// was issued to this session (DESIGN rule 5): one Redis round trip. The
-// first such request after an admission takes the token from Redis into the
-// session (EntryToken checks the binding to this session); later ones check
-// the session's token (CheckEntry), and one that holds an earlier turn's
-// token takes the current one. Without one: 403 no_entry_token, or for a
-// page, a page that explains and links back to the queue; a fan whose token
-// expired is sent back to the queue page.
+// requireEntry lets a checkout request through only if the account holds a
+// live entry token for the event that was issued (or moved by a rejoin) to
+// this session (DESIGN rule 5): one Redis round trip. The seat map, its
+// statuses, holds and releases check the entry in the same Redis step as
+// their action instead (shopper). Without one: 403 no_entry_token, or for a
+// page, a page that explains and links back to the queue; a fan whose
+// token expired is sent back to the queue page.
 func (s *Server) requireEntry(next echo.HandlerFunc) echo.HandlerFunc {
 	return requireAccount(func(c echo.Context) error {
 		id, err := eventID(c)
@@ -29,28 +23,38 @@ func (s *Server) requireEntry(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		ctx := c.Request().Context()
-		account, sessionKey := boxoffice.AccountFromContext(ctx), boxoffice.SessionKeyFromContext(ctx)
-		if token := s.Sessions.GetString(ctx, entrySessionKey(id)); token != "" {
-			err := s.Queue.CheckEntry(ctx, id, account.ID, sessionKey, token)
-			if err == nil {
-				return next(c)
-			}
-			s.Sessions.Remove(ctx, entrySessionKey(id))
-			if boxoffice.NoEntryReason(err) != boxoffice.ReasonMismatch {
-				return s.noEntry(c, id, err)
-			}
-		}
-		token, _, err := s.Queue.EntryToken(ctx, id, account.ID, sessionKey)
-		if err != nil {
+		if err := s.Queue.CheckEntry(ctx, id, boxoffice.AccountFromContext(ctx).ID, boxoffice.SessionKeyFromContext(ctx)); err != nil {
 			return s.noEntry(c, id, err)
 		}
-		s.Sessions.Put(ctx, entrySessionKey(id), token)
 		return next(c)
 	})
 }
 
-// handleEntry handles GET /events/:id/entry (behind requireEntry): how long
-// the session's entry lasts, as JSON {"ttl_ms": n}, a sentence for htmx
+// shopper returns who asks for the event's seats: the account and the
+// session key that its entry token must be bound to, which the store checks
+// in the same step as the action. A session without a key holds no entry.
+func shopper(c echo.Context, eventID int64) (boxoffice.Shopper, error) {
+	ctx := c.Request().Context()
+	sh := boxoffice.Shopper{EventID: eventID, AccountID: boxoffice.AccountFromContext(ctx).ID, SessionKey: boxoffice.SessionKeyFromContext(ctx)}
+	if sh.SessionKey == "" {
+		return sh, &boxoffice.Error{Code: boxoffice.ENOENTRYTOKEN, Details: map[string]any{"reason": boxoffice.ReasonNone}}
+	}
+	return sh, nil
+}
+
+// entryFirst answers a request refused for its input (a seat or section
+// that is not one) as requireEntry would have before the input was read: a
+// shopper without an entry is refused for that first (one round trip, only
+// on bad input); otherwise refused is returned.
+func (s *Server) entryFirst(c echo.Context, sh boxoffice.Shopper, refused error) error {
+	if err := s.Queue.CheckEntry(c.Request().Context(), sh.EventID, sh.AccountID, sh.SessionKey); err != nil {
+		return s.noEntry(c, sh.EventID, err)
+	}
+	return refused
+}
+
+// handleEntry handles GET /events/:id/entry: how long the session's entry
+// lasts (one round trip, which checks it), as JSON {"ttl_ms": n}, a sentence for htmx
 // (the waiting room shows it to an admitted fan), or a page.
 func (s *Server) handleEntry(c echo.Context) error {
 	id, err := eventID(c)

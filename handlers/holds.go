@@ -30,15 +30,15 @@ var refusals = map[string]bool{
 }
 
 // handleHold handles POST /events/:id/holds: the form's repeated "seat"
-// values are all held for the account, or none (Holds.Hold, one Lua script),
-// under the event's limit and hold TTL. JSON: 200 {"held": [...], "ttl_ms":
+// values are all held for the account, or none (Holds.Hold, one Lua script
+// that checks the entry first), under the event's limit and hold TTL. JSON: 200 {"held": [...], "ttl_ms":
 // n, "expires_at": RFC 3339}, or 409 seat_taken ("seats"), 422
 // limit_exceeded ("limit", "owned", "held"), 400 bad_seat. htmx: the hold
 // panel with a notice, at the same status. A form: 303 back to the seat map
 // (to the list of the form's "section", if any) with the notice as a flash.
 // A "section" that is not a section of the map: 400, and nothing is held.
 func (s *Server) handleHold(c echo.Context) error {
-	e, es, acct, err := s.seatMapRequest(c)
+	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
 		return err
 	}
@@ -50,12 +50,13 @@ func (s *Server) handleHold(c echo.Context) error {
 		return errBadForm
 	}
 	if err := es.checkSection(e, form.Get("section")); err != nil {
-		return err
+		return s.entryFirst(c, sh, err)
 	}
 	res, err := s.Holds.Hold(c.Request().Context(), boxoffice.HoldRequest{
-		EventID: e.ID, AccountID: acct.ID, Limit: e.MaxPerAccount, TTL: e.HoldTTL,
+		EventID: e.ID, AccountID: sh.AccountID, SessionKey: sh.SessionKey, Limit: e.MaxPerAccount, TTL: e.HoldTTL,
 	}, form["seat"])
-	if err != nil && (wantsJSON(c) || !refusals[boxoffice.ErrorCode(err)]) {
+	mine, answered, err := s.holdRefused(c, sh, res.Mine, err)
+	if answered {
 		return err
 	}
 	if wantsJSON(c) {
@@ -68,29 +69,62 @@ func (s *Server) handleHold(c echo.Context) error {
 	if err != nil {
 		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
-	return s.holdChanged(c, e, es, acct, notice, err, form.Get("section"))
+	return s.holdChanged(c, e, es, mine, notice, err, form.Get("section"))
+}
+
+// holdRefused decides what a hold or release that failed with err answers:
+// a refusal the hold panel explains, shown with mine (answered false: the
+// caller shows it), or the answer itself (answered true). A missing
+// entry is answered as noEntry does; a seat that is not one is refused only
+// once the entry is known to be there (one round trip, only on bad input),
+// and then the htmx panel shows the account's holds as SeatStatuses reads
+// them.
+func (s *Server) holdRefused(c echo.Context, sh boxoffice.Shopper, mine boxoffice.SeatMapState, err error) (boxoffice.SeatMapState, bool, error) {
+	switch boxoffice.ErrorCode(err) {
+	case "":
+		return mine, false, nil
+	case boxoffice.ENOENTRYTOKEN:
+		return mine, true, s.noEntry(c, sh.EventID, err)
+	case boxoffice.EBADSEAT:
+		if !isHTMX(c) {
+			if err := s.entryFirst(c, sh, nil); err != nil {
+				return mine, true, err
+			}
+			break
+		}
+		st, stErr := s.Holds.SeatStatuses(c.Request().Context(), sh)
+		if stErr != nil {
+			return mine, true, s.noEntry(c, sh.EventID, stErr)
+		}
+		mine = st
+	}
+	if wantsJSON(c) || !refusals[boxoffice.ErrorCode(err)] {
+		return mine, true, err
+	}
+	return mine, false, err
 }
 
 // handleRelease handles DELETE /events/:id/holds/:seat and its form
 // fallback POST /events/:id/holds/:seat/release: the account's own hold on
-// the seat ends (Holds.Release, a compare-and-delete), and nobody else's
-// ever does. JSON: 200 {"released": label}; 404 not_found when the account
+// the seat ends (Holds.Release, a compare-and-delete in a Lua script that
+// checks the entry first), and nobody else's ever does. JSON: 200 {"released": label}; 404 not_found when the account
 // does not hold the seat (free, expired, sold or another fan's), changing
 // nothing; 400 bad_seat. htmx: the hold panel with a notice. Otherwise: 303
 // to the seat map with the notice as a flash.
 func (s *Server) handleRelease(c echo.Context) error {
-	e, es, acct, err := s.seatMapRequest(c)
+	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
 		return err
 	}
 	label := c.Param("seat")
 	if c.Request().URL.RawPath != "" { // echo routes on the escaped path then
 		if label, err = url.PathUnescape(label); err != nil {
-			return boxoffice.NewError(boxoffice.EBADSEAT, "hold_bad_seat")
+			return s.entryFirst(c, sh, boxoffice.NewError(boxoffice.EBADSEAT, "hold_bad_seat"))
 		}
 	}
-	err = s.Holds.Release(c.Request().Context(), e.ID, acct.ID, label)
-	if err != nil && (wantsJSON(c) || !refusals[boxoffice.ErrorCode(err)]) {
+	mine, err := s.Holds.Release(c.Request().Context(), sh, label)
+	mine, answered, err := s.holdRefused(c, sh, mine, err)
+	if answered {
 		return err
 	}
 	if wantsJSON(c) {
@@ -101,25 +135,22 @@ func (s *Server) handleRelease(c echo.Context) error {
 	if err != nil {
 		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
-	return s.holdChanged(c, e, es, acct, notice, err, "")
+	return s.holdChanged(c, e, es, mine, notice, err, "")
 }
 
 // holdChanged answers a hold or release for people: for htmx, the hold
-// panel with the notice, at refused's status (200 when it is nil); otherwise
-// the notice as a flash and 303 to the seat map (to the list of section, if
-// any).
-func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats, acct *boxoffice.Account, notice views.Notice, refused error, section string) error {
+// panel with the notice and the account's own part of the seat map as the
+// hold or release read it (no other round trip), at refused's status (200
+// when it is nil); otherwise the notice as a flash and 303 to the seat map
+// (to the list of section, if any).
+func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats, mine boxoffice.SeatMapState, notice views.Notice, refused error, section string) error {
 	ctx := c.Request().Context()
 	if isHTMX(c) {
 		status := http.StatusOK
 		if refused != nil {
 			status = s.statusOf(refused)
 		}
-		st, err := s.Holds.SeatStatuses(ctx, e.ID, acct.ID)
-		if err != nil {
-			return err
-		}
-		return render(c, status, views.HoldPanel(views.HoldPanelData{Map: es.view(e), State: st, Limit: e.MaxPerAccount, Notice: notice}))
+		return render(c, status, views.HoldPanel(views.HoldPanelData{Map: es.view(e), State: mine, Limit: e.MaxPerAccount, Notice: notice}))
 	}
 	s.Sessions.Put(ctx, sessNotice, notice.Text)
 	s.Sessions.Put(ctx, sessNoticeError, notice.Error)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -13,90 +14,83 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Session keys of the waiting room, one set per event: the queue's epoch
-// from Join (so that a lost line is reported as QueueReset; see also
-// queueEpochCookie), and the join sequence and position of the place when
-// this session first saw it (the progress bar's start).
-func queueEpochKey(eventID int64) string { return "queue_epoch:" + strconv.FormatInt(eventID, 10) }
-func queueSeqKey(eventID int64) string   { return "queue_seq:" + strconv.FormatInt(eventID, 10) }
-func queueStartKey(eventID int64) string { return "queue_start:" + strconv.FormatInt(eventID, 10) }
+// queuePlaceCookie is the cookie that keeps what the browser knows of its
+// place in an event's line from the fan's last join, with Path
+// /events/{id}/queue: "<epoch>.<account>.<sequence>.<start>", the queue's
+// epoch, the account that joined, the place's join sequence and its
+// position at the join (the progress bar's start; sequence and start are 0
+// for a fan who was admitted at the join). The session holds none of it, so
+// that a join writes no session: the cookie lets a position poll of a fan
+// still waiting be answered from the instance's shared figures with no
+// Redis round trip (store.Queue.Position), and it outlives Redis losing the
+// line (and the sessions with it), so that a fan who logs in again is told
+// that the line was reset, not that they are not in it. It grants nothing:
+// a forged or stale value can at most make the waiting room show a wrong
+// position or say that the line was reset, to the account that sent it. It
+// is read only for the account that joined.
+const queuePlaceCookie = "boxoffice_queue_epoch"
 
-// queueEpochCookie is the cookie that keeps the queue's epoch from the
-// fan's last join of an event, beside the session's copy, with Path
-// /events/{id}/queue. Sessions live in Redis, so a Redis that loses the line
-// loses the sessions' epochs with it; the cookie outlives that, so that a
-// fan who logs in again is told that the line was reset, not that they are
-// not in it. It grants nothing: a forged or stale value can at most make the
-// waiting room say that the line was reset.
-const queueEpochCookie = "boxoffice_queue_epoch"
-
-// maxQueueEpochAge caps the epoch cookie's life, which otherwise ends with
+// maxQueuePlaceAge caps the place cookie's life, which otherwise ends with
 // the sale.
-const maxQueueEpochAge = 24 * time.Hour
+const maxQueuePlaceAge = 24 * time.Hour
 
-// queuePlace is what a session keeps of its place in an event's line.
+// queuePlace is what the browser keeps of its place in an event's line.
 type queuePlace struct {
-	epoch string // the session's, else the epoch cookie's
-	seq   int64  // join sequence of the place that start belongs to
-	start int    // position when this session joined
+	boxoffice.QueuePlace
+	start int // position at the join
 }
 
-func (s *Server) queuePlace(c echo.Context, eventID int64) queuePlace {
-	ctx := c.Request().Context()
-	pl := queuePlace{
-		epoch: s.Sessions.GetString(ctx, queueEpochKey(eventID)),
-		seq:   s.Sessions.GetInt64(ctx, queueSeqKey(eventID)),
-		start: s.Sessions.GetInt(ctx, queueStartKey(eventID)),
+// queuePlace returns the place cookie of the account asking, or the zero
+// place when there is none, it is another account's or it is malformed.
+func (s *Server) queuePlace(c echo.Context) queuePlace {
+	ck, err := c.Cookie(queuePlaceCookie)
+	if err != nil {
+		return queuePlace{}
 	}
-	if pl.epoch == "" {
-		pl.epoch = queueEpochFromCookie(c)
+	f := strings.Split(ck.Value, ".")
+	acct := boxoffice.AccountFromContext(c.Request().Context())
+	if len(f) != 4 || !boxoffice.ValidQueueEpoch(f[0]) || acct == nil || f[1] != strconv.FormatInt(acct.ID, 10) {
+		return queuePlace{}
 	}
-	return pl
+	seq, err1 := strconv.ParseInt(f[2], 10, 64)
+	start, err2 := strconv.Atoi(f[3])
+	if err1 != nil || err2 != nil || seq < 0 || start < 0 {
+		return queuePlace{}
+	}
+	return queuePlace{QueuePlace: boxoffice.QueuePlace{Epoch: f[0], Sequence: seq}, start: start}
 }
 
-// queueEpochFromCookie returns the epoch cookie's value, or "" when there is
-// none or it is not shaped as an epoch.
-func queueEpochFromCookie(c echo.Context) string {
-	ck, err := c.Cookie(queueEpochCookie)
-	if err != nil || !boxoffice.ValidQueueEpoch(ck.Value) {
-		return ""
-	}
-	return ck.Value
-}
-
-// keepQueuePlace stores what Join returned for event e: the epoch in the
-// session and in the epoch cookie (until the sale ends, at most
-// maxQueueEpochAge), and for a place this session has not seen yet its
-// sequence and starting position. A waiting fan's entry token from an
-// earlier turn is dropped, so that the next turn's token is taken from
-// Redis.
+// keepQueuePlace stores what Join returned for event e in the place cookie
+// (until the sale ends, at most maxQueuePlaceAge): the epoch and, for a fan
+// waiting, the sequence and the starting position, kept from the cookie when
+// it already names this place.
 func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.QueuePosition) {
-	ctx := c.Request().Context()
-	s.Sessions.Put(ctx, queueEpochKey(e.ID), p.Epoch)
-	if boxoffice.ValidQueueEpoch(p.Epoch) {
-		c.SetCookie(&http.Cookie{
-			Name:     queueEpochCookie,
-			Value:    p.Epoch,
-			Path:     fmt.Sprintf("/events/%d/queue", e.ID),
-			MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueueEpochAge)/time.Second), 1),
-			HttpOnly: true,
-			Secure:   s.Sessions.Cookie.Secure,
-			SameSite: http.SameSiteLaxMode,
-		})
-	}
-	if p.Status != boxoffice.QueueWaiting {
+	if !boxoffice.ValidQueueEpoch(p.Epoch) {
 		return
 	}
-	s.Sessions.Remove(ctx, entrySessionKey(e.ID))
-	if s.Sessions.GetInt64(ctx, queueSeqKey(e.ID)) != p.Sequence {
-		s.Sessions.Put(ctx, queueSeqKey(e.ID), p.Sequence)
-		s.Sessions.Put(ctx, queueStartKey(e.ID), p.Position)
+	var seq int64
+	start := 0
+	if p.Status == boxoffice.QueueWaiting {
+		seq, start = p.Sequence, p.Position
+		if pl := s.queuePlace(c); pl.Sequence == p.Sequence {
+			start = pl.start
+		}
 	}
+	acct := boxoffice.AccountFromContext(c.Request().Context())
+	c.SetCookie(&http.Cookie{
+		Name:     queuePlaceCookie,
+		Value:    fmt.Sprintf("%s.%d.%d.%d", p.Epoch, acct.ID, seq, start),
+		Path:     fmt.Sprintf("/events/%d/queue", e.ID),
+		MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueuePlaceAge)/time.Second), 1),
+		HttpOnly: true,
+		Secure:   s.Sessions.Cookie.Secure,
+		SameSite: http.SameSiteLaxMode,
+	})
 }
 
-// progress returns how far the fan at p has come since this session joined.
+// progress returns how far the fan at p has come since this browser joined.
 func (pl queuePlace) progress(p boxoffice.QueuePosition) float64 {
-	if p.Status == boxoffice.QueueWaiting && p.Sequence != pl.seq {
+	if p.Status == boxoffice.QueueWaiting && p.Sequence != pl.Sequence {
 		return 0
 	}
 	return p.Progress(pl.start)
@@ -138,8 +132,9 @@ func positionJSON(p boxoffice.QueuePosition) map[string]any {
 }
 
 // handleQueueJoin handles POST /events/:id/queue: the account takes a place
-// in line, or keeps the one it has (CONTRACT.md). JSON: 200 with the
-// position; HTML: 303 to the waiting room. Before the queue opens or after
+// in line, or keeps the one it has (CONTRACT.md), in one Redis round trip
+// (the join script); the place goes into the place cookie, never into the
+// session. JSON: 200 with the position; HTML: 303 to the waiting room. Before the queue opens or after
 // the sale ends: 409 queue_not_open, with a page saying when it opens.
 func (s *Server) handleQueueJoin(c echo.Context) error {
 	id, err := eventID(c)
@@ -175,7 +170,7 @@ func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace
 	if now := s.Now(); !e.QueueOpen(now) {
 		return boxoffice.QueuePosition{}, queueNotOpen(e, now)
 	}
-	return s.Queue.Position(ctx, e.ID, boxoffice.AccountFromContext(ctx).ID, pl.epoch)
+	return s.Queue.Position(ctx, e.ID, boxoffice.AccountFromContext(ctx).ID, pl.QueuePlace)
 }
 
 // queueView turns a position, or the error that stood for one, into what
@@ -231,7 +226,7 @@ func (s *Server) readPosition(c echo.Context) (*boxoffice.Event, queuePlace, box
 	if err != nil {
 		return nil, queuePlace{}, boxoffice.QueuePosition{}, err
 	}
-	pl := s.queuePlace(c, id)
+	pl := s.queuePlace(c)
 	p, err := s.position(ctx, e, pl)
 	return e, pl, p, err
 }

@@ -151,7 +151,7 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 		epochs := make(map[int64]string, len(fans))
 		for _, f := range fans {
 			if epochs[f.account] == "" {
-				epochs[f.account] = f.place.epoch
+				epochs[f.account] = f.place.Epoch
 			}
 		}
 		if positions, err = h.s.Queue.Positions(ctx, eventID, epochs); err != nil {
@@ -233,7 +233,7 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	if _, err := s.liveEvent(ctx, id); err != nil {
 		return err
 	}
-	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, s.queuePlace(c, id), views.Lang(ctx))
+	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, s.queuePlace(c), views.Lang(ctx))
 	defer s.queueHub.leave(id, fan)
 
 	w := c.Response()

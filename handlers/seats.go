@@ -172,42 +172,48 @@ func (es *eventSeats) appendLabel(buf []byte, label string) []byte {
 }
 
 // seatMapRequest reads what every seat-map and hold handler needs: the event
-// (a second old at most), its seats, and the account.
-func (s *Server) seatMapRequest(c echo.Context) (*boxoffice.Event, *eventSeats, *boxoffice.Account, error) {
+// (a second old at most), its seats, and the shopper (behind requireAccount;
+// the store checks the shopper's entry in the same step as the action).
+func (s *Server) seatMapRequest(c echo.Context) (*boxoffice.Event, *eventSeats, boxoffice.Shopper, error) {
 	id, err := eventID(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, boxoffice.Shopper{}, err
+	}
+	sh, err := shopper(c, id)
+	if err != nil {
+		return nil, nil, sh, s.noEntry(c, id, err)
 	}
 	ctx := c.Request().Context()
 	e, err := s.LiveEvents.Event(ctx, id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, sh, err
 	}
 	es, err := s.loadSeats(ctx, id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, sh, err
 	}
-	return e, es, boxoffice.AccountFromContext(ctx), nil
+	return e, es, sh, nil
 }
 
 // handleSeatMap handles GET /events/:id/seats: the seat map page; for htmx,
 // the hold panel alone (seatmap.js reloads it when the fan's holds change);
-// JSON as CONTRACT.md says (seatMapJSON). The statuses cost one Redis round
-// trip (Holds.SeatStatuses) whatever the number of seats. ?section= opens the
-// list of that section's seats; 400 for a name that is not a section's.
+// JSON as CONTRACT.md says (seatMapJSON). The statuses and the entry check
+// cost one Redis round trip (Holds.SeatStatuses) whatever the number of
+// seats. ?section= opens the list of that section's seats; 400 for a name
+// that is not a section's.
 func (s *Server) handleSeatMap(c echo.Context) error {
-	e, es, acct, err := s.seatMapRequest(c)
+	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
 		return err
 	}
 	section := c.QueryParam("section")
 	if err := es.checkSection(e, section); err != nil {
-		return err
+		return s.entryFirst(c, sh, err)
 	}
 	ctx := c.Request().Context()
-	st, err := s.Holds.SeatStatuses(ctx, e.ID, acct.ID)
+	st, err := s.Holds.SeatStatuses(ctx, sh)
 	if err != nil {
-		return err
+		return s.noEntry(c, e.ID, err)
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	if wantsJSON(c) {
@@ -238,15 +244,15 @@ func (es *eventSeats) checkSection(e *boxoffice.Event, section string) error {
 
 // handleSeatStatus handles GET /events/:id/seats/status, the seat map's
 // refresh every few seconds: JSON with only the seats that are not free
-// (seatStatusJSON), one Redis round trip.
+// (seatStatusJSON), one Redis round trip with the entry check.
 func (s *Server) handleSeatStatus(c echo.Context) error {
-	e, es, acct, err := s.seatMapRequest(c)
+	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
 		return err
 	}
-	st, err := s.Holds.SeatStatuses(c.Request().Context(), e.ID, acct.ID)
+	st, err := s.Holds.SeatStatuses(c.Request().Context(), sh)
 	if err != nil {
-		return err
+		return s.noEntry(c, e.ID, err)
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, es.seatStatusJSON(e, st))

@@ -152,17 +152,18 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/queue", s.handleWaitingRoom, requireAccount)
 	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
 	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
-	app.GET("/events/:id/entry", s.handleEntry, s.requireEntry)
+	app.GET("/events/:id/entry", s.handleEntry, requireAccount)
 	admin.GET("/events/:id/live", s.handleAdminLive)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)
 
-	// Seat map and holds (issue 5): an entry token of this session needed.
+	// Seat map and holds (issue 5): an entry token of this session needed,
+	// checked by the store in the same Redis step as the action.
 	gzip := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10})
-	app.GET("/events/:id/seats", s.handleSeatMap, gzip, s.requireEntry)
-	app.GET("/events/:id/seats/status", s.handleSeatStatus, gzip, s.requireEntry)
-	app.POST("/events/:id/holds", s.handleHold, s.requireEntry)
-	app.DELETE("/events/:id/holds/:seat", s.handleRelease, s.requireEntry)
-	app.POST("/events/:id/holds/:seat/release", s.handleRelease, s.requireEntry)
+	app.GET("/events/:id/seats", s.handleSeatMap, gzip, requireAccount)
+	app.GET("/events/:id/seats/status", s.handleSeatStatus, gzip, requireAccount)
+	app.POST("/events/:id/holds", s.handleHold, requireAccount)
+	app.DELETE("/events/:id/holds/:seat", s.handleRelease, requireAccount)
+	app.POST("/events/:id/holds/:seat/release", s.handleRelease, requireAccount)
 
 	// Checkout and payments: orders, the PG's redirects and webhook, tickets.
 	app.POST("/events/:id/orders", s.handleCreateOrder, s.requireEntry)

@@ -132,7 +132,7 @@ func TestAdmitter_EventsSource(t *testing.T) {
 	if got := res.Events[open.ID].Admitted; len(got) != 0 {
 		t.Errorf("after the sell-out the tick admitted %v, want nobody", got)
 	}
-	p, err := q.Position(ctx, open.ID, 3, "")
+	p, err := q.Position(ctx, open.ID, 3, boxoffice.QueuePlace{})
 	if err != nil || p.Status != boxoffice.QueueSoldOut {
 		t.Errorf("a waiting fan after the sell-out: %+v, %v; want sold_out", p, err)
 	}

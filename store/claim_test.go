@@ -300,11 +300,11 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 			t.Errorf("lock of %s = %q, want the buyer %d", seat, lock, o.AccountID)
 		}
 	}
-	others, err := env.Holds.SeatStatuses(ctx, ev.ID, rival)
+	others, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival})
 	if err != nil {
 		t.Fatal(err)
 	}
-	buyers, err := env.Holds.SeatStatuses(ctx, ev.ID, o.AccountID)
+	buyers, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: o.AccountID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestOrders_Confirm_RefundEndsClaim(t *testing.T) {
 	o := env.order(t, buyer, ev.R[0], ev.R[1], ev.R[2])
 	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
 	for _, seat := range ev.R[1:3] {
-		if err := env.Holds.Release(ctx, ev.ID, buyer, seat); err != nil {
+		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, seat); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -453,7 +453,7 @@ func TestOrders_Confirm_ReleasedSeatHeldByAnother(t *testing.T) {
 	buyer := env.account(t)
 	o := env.order(t, buyer, ev.R[0], ev.R[1])
 	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
-	if err := env.Holds.Release(ctx, ev.ID, buyer, ev.R[0]); err != nil {
+	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.R[0]); err != nil {
 		t.Fatal(err)
 	}
 	holder := env.account(t)
@@ -615,7 +615,7 @@ func TestOrders_Confirm_LimitAtDatabase(t *testing.T) {
 		seats := env.Event.Labels[round*6 : round*6+6]
 		first := env.order(t, acct, seats[:3]...)
 		for _, l := range seats[:3] { // the holds go, the order stays payable
-			if err := env.Holds.Release(ctx, env.Event.ID, acct, l); err != nil {
+			if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: env.Event.ID, AccountID: acct}, l); err != nil {
 				t.Fatal(err)
 			}
 		}

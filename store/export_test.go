@@ -10,4 +10,3 @@ func SetAfterSoldRead(h *Holds, f func()) { h.afterSoldRead = f }
 
 // LoadTimeout is how long a load of the sold-seat cache may take.
 const LoadTimeout = loadTimeout
-

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -179,8 +180,13 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 // no error: it counts once and keeps its expiry (so holding again never makes
 // a hold last longer).
 //
+// The script first checks the entry: the account's entry token must be live
+// and bound to req.SessionKey (unless it is empty; see boxoffice.Shopper).
+// The result's Mine is the account's own part of the seat map after the
+// call, read in the same script (also with ESEATTAKEN and ELIMITEXCEEDED).
+//
 // Input is checked before Redis is touched. Errors (*boxoffice.Error):
-// EBADSEAT for no seats, more than req.Limit, or malformed, duplicate or
+// ENOENTRYTOKEN with Details["reason"]; EBADSEAT for no seats, more than req.Limit, or malformed, duplicate or
 // unknown labels (seats of another event are unknown), with Details["seats"]
 // the bad labels where there are any; ESEATTAKEN with Details["seats"] the
 // labels held by another account or sold; ELIMITEXCEEDED when the account's
@@ -207,8 +213,10 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		h.Redis.Key("held:{%d}", e),
 		h.Redis.Key("holder:{%d}", e),
 		h.Redis.Key("claimed:{%d}", e),
+		h.Redis.entryKey(e, acct),
+		h.Redis.entryLiveKey(e),
 	}
-	args := []any{acct, req.Limit, req.TTL.Milliseconds(), "0"}
+	args := []any{acct, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey}
 	for _, l := range labels {
 		keys = append(keys, h.lockKey(e, l))
 		args = append(args, l)
@@ -220,6 +228,8 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 			return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
 		}
 		switch res[0] {
+		case "no_entry":
+			return boxoffice.HoldResult{}, entryRefused(res[1])
 		case "rebuild":
 			switch {
 			case loadErr != nil: // Redis lost the copy: wait for PostgreSQL
@@ -234,59 +244,117 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 				loadErr, keys[0], args[3] = err, h.Redis.Key("cache:complete:{%d}", e), "1"
 			}
 			continue
+		}
+		mine, err := mineState(res[1], res[2], res[3])
+		if err != nil {
+			return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
+		}
+		switch res[0] {
 		case "taken":
 			err := &boxoffice.Error{
 				Code:    boxoffice.ESEATTAKEN,
 				Msg:     boxoffice.M("hold_taken"),
-				Details: map[string]any{"seats": stringsOf(res[1])},
+				Details: map[string]any{"seats": stringsOf(res[4])},
 			}
 			h.refuse(err)
-			return boxoffice.HoldResult{}, err
+			return boxoffice.HoldResult{Mine: mine}, err
 		case "limit":
-			owned, held := int(res[1].(int64)), int(res[2].(int64))
 			err := &boxoffice.Error{
 				Code:    boxoffice.ELIMITEXCEEDED,
 				Msg:     boxoffice.M("hold_limit", "Limit", req.Limit),
-				Details: map[string]any{"limit": req.Limit, "owned": owned, "held": held},
+				Details: map[string]any{"limit": req.Limit, "owned": mine.Owned, "held": len(mine.Mine)},
 			}
 			h.refuse(err)
-			return boxoffice.HoldResult{}, err
+			return boxoffice.HoldResult{Mine: mine}, err
 		}
-		now, first := res[1].(int64), res[2].(int64)
+		first := toInt64(res[4])
 		h.granted.Inc()
 		return boxoffice.HoldResult{
 			Held:      slices.Clone(labels),
-			TTL:       time.Duration(first-now) * time.Millisecond,
+			TTL:       time.Duration(first-mine.Now.UnixMilli()) * time.Millisecond,
 			ExpiresAt: time.UnixMilli(first),
+			Mine:      mine,
 		}, nil
 	}
 }
 
-// Release ends the account's own hold on the seat with a compare-and-delete
-// in one Lua script. Errors: EBADSEAT for a malformed or unknown label;
-// ENOTFOUND when the account does not hold the seat (never held, expired,
-// sold, or held by another account: the answer does not tell which), and then
-// nothing about the seat changes.
-func (h *Holds) Release(ctx context.Context, eventID, accountID int64, label string) error {
-	if err := h.checkLabels(ctx, eventID, []string{label}, 1); err != nil {
-		return err
+// entryRefused is the ENOENTRYTOKEN error for a reason a script gave.
+func entryRefused(reason any) error {
+	switch reason {
+	case boxoffice.ReasonExpired:
+		return entryExpired()
+	case boxoffice.ReasonOtherSession:
+		return otherSession()
 	}
-	n, err := holdReleaseScript.Run(ctx, h.Redis.Client, []string{
-		h.lockKey(eventID, label),
-		h.holdKey(eventID, accountID),
-		h.Redis.Key("held:{%d}", eventID),
-		h.Redis.Key("holder:{%d}", eventID),
-	}, accountID, label).Int()
-	if err != nil {
-		return fmt.Errorf("release seat %s of event %d: %w", label, eventID, err)
-	}
-	if n == 0 {
-		return boxoffice.NewError(boxoffice.ENOTFOUND, "hold_not_yours")
-	}
-	return nil
+	return noEntryYet()
 }
 
-// SeatStatuses returns the state of all the event's seats for the account
+// mineState builds an account's own part of the seat map from a script's
+// reply: Redis's time (ms), the tickets bought, and the account's live
+// holds as a flat list of label, expiry (ms).
+func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
+	now := toInt64(nowMs)
+	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{}, Owned: int(toInt64(owned)), Now: time.UnixMilli(now)}
+	flat, _ := holds.([]any)
+	first := int64(-1)
+	for i := 0; i+1 < len(flat); i += 2 {
+		label, _ := flat[i].(string)
+		exp, err := strconv.ParseFloat(fmt.Sprint(flat[i+1]), 64)
+		if err != nil {
+			return st, fmt.Errorf("hold expiry %v: %w", flat[i+1], err)
+		}
+		st.Statuses[label] = boxoffice.SeatMine
+		st.Mine = append(st.Mine, label)
+		if e := int64(exp); first < 0 || e < first {
+			first = e
+		}
+	}
+	slices.Sort(st.Mine)
+	if first >= 0 {
+		st.HoldsTTL = time.Duration(first-now) * time.Millisecond
+	}
+	return st, nil
+}
+
+// Release ends the shopper's own hold on the seat with a compare-and-delete
+// in one Lua script, which checks the entry first (see boxoffice.Shopper)
+// and returns the account's own part of the seat map after it. Errors:
+// ENOENTRYTOKEN; EBADSEAT for a malformed or unknown label; ENOTFOUND when
+// the account does not hold the seat (never held, expired, sold, or held by
+// another account: the answer does not tell which), and then nothing about
+// the seat changes.
+func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) (boxoffice.SeatMapState, error) {
+	if err := h.checkLabels(ctx, s.EventID, []string{label}, 1); err != nil {
+		return boxoffice.SeatMapState{}, err
+	}
+	e := s.EventID
+	res, err := holdReleaseScript.Run(ctx, h.Redis.Client, []string{
+		h.lockKey(e, label),
+		h.holdKey(e, s.AccountID),
+		h.Redis.Key("held:{%d}", e),
+		h.Redis.Key("holder:{%d}", e),
+		h.Redis.entryKey(e, s.AccountID),
+		h.Redis.entryLiveKey(e),
+		h.Redis.Key("sold:{%d}", e),
+		h.Redis.Key("bought:{%d}", e),
+	}, s.AccountID, label, s.SessionKey).Slice()
+	if err != nil {
+		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
+	}
+	if res[0] == "no_entry" {
+		return boxoffice.SeatMapState{}, entryRefused(res[1])
+	}
+	mine, err := mineState(res[1], res[2], res[3])
+	if err != nil {
+		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
+	}
+	if res[0] != "released" {
+		return mine, boxoffice.NewError(boxoffice.ENOTFOUND, "hold_not_yours")
+	}
+	return mine, nil
+}
+
+// SeatStatuses returns the state of all the event's seats for the shopper
 // with one Redis round trip (a MULTI/EXEC pipeline; two more, and one
 // PostgreSQL load, when the sold-seat cache must be loaded first), whatever
 // the number of seats. The account's part is read on every call: Redis's
@@ -300,12 +368,21 @@ func (h *Holds) Release(ctx context.Context, eventID, accountID int64, label str
 // A sold seat shows as sold even while a hold on it lingers, and such a hold
 // is not in Mine. Without the sold-seat cache, while PostgreSQL cannot be
 // reached: the copy left in Redis is used if it was complete (see Holds),
-// else the load's error is returned.
-func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (boxoffice.SeatMapState, error) {
+// else the load's error is returned. The same pipeline reads the entry
+// token, and nothing is returned unless it is live and bound to the
+// shopper's session key (see boxoffice.Shopper). Errors: ENOENTRYTOKEN.
+func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffice.SeatMapState, error) {
+	eventID, accountID := s.EventID, s.AccountID
 	me := strconv.FormatInt(accountID, 10)
 	for attempt := 0; ; attempt++ {
 		shared, fetch := h.claimSharedMap(eventID)
 		pipe := h.Redis.Client.TxPipeline()
+		var entry *redis.StringCmd
+		var everAdmitted *redis.FloatCmd
+		if s.SessionKey != "" {
+			entry = pipe.Get(ctx, h.Redis.entryKey(eventID, accountID))
+			everAdmitted = pipe.ZScore(ctx, h.Redis.entryLiveKey(eventID), me)
+		}
 		timeCmd := pipe.Time(ctx)
 		ready := pipe.Exists(ctx, h.Redis.Key("cache:ready:{%d}", eventID))
 		complete := pipe.Exists(ctx, h.Redis.Key("cache:complete:{%d}", eventID))
@@ -326,6 +403,9 @@ func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (box
 				err = fmt.Errorf("seat statuses of event %d: %w", eventID, c.Err())
 				break
 			}
+		}
+		if err == nil && entry != nil {
+			err = checkEntry(entry.Val(), everAdmitted.Err() == nil, s.SessionKey)
 		}
 		if err == nil && ready.Val() == 0 {
 			if attempt > 0 {
@@ -358,6 +438,21 @@ func (h *Holds) SeatStatuses(ctx context.Context, eventID, accountID int64) (box
 		}
 		return shared.state(timeCmd.Val(), me, mine.Val(), owned), nil
 	}
+}
+
+// checkEntry is the entry check of the hold scripts, on an entry token
+// ("<token>|<session key>", "" if none) read in a MULTI/EXEC.
+func checkEntry(token string, everAdmitted bool, sessionKey string) error {
+	_, bound, ok := strings.Cut(token, "|")
+	switch {
+	case token == "" && everAdmitted:
+		return entryExpired()
+	case token == "":
+		return noEntryYet()
+	case !ok || !equal(bound, sessionKey):
+		return otherSession()
+	}
+	return nil
 }
 
 // DefaultMapMaxAge is how old NewHolds lets the shared read of an event's

@@ -99,7 +99,7 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 		storetest.AtOnce(len(all)+20, func(i int) {
 			h := instances[i%len(instances)]
 			if i >= len(all) {
-				if _, err := h.SeatStatuses(ctx, ev.ID, buyer); !store.Unreachable(err) {
+				if _, err := h.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}); !store.Unreachable(err) {
 					other.Store(i, err)
 				}
 				return
@@ -139,7 +139,7 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 		_, err = env.hold(ev.ID, buyer, holdTTL, free[0], free[1])
 		wantError(t, err, boxoffice.ELIMITEXCEEDED)
 		env.mustHold(t, ev.ID, buyer, holdTTL, free[0])
-		if err := env.H.Release(ctx, ev.ID, buyer, free[0]); err != nil {
+		if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, free[0]); err != nil {
 			t.Fatal(err)
 		}
 		if t.Failed() {
@@ -179,7 +179,7 @@ func raceStale(t *testing.T, env holdsEnv, instances []*store.Holds, eventID int
 	storetest.AtOnce(len(tries)+maps, func(i int) {
 		h := instances[i%len(instances)]
 		if i >= len(tries) {
-			st, err := h.SeatStatuses(ctx, eventID, buyer)
+			st, err := h.SeatStatuses(ctx, boxoffice.Shopper{EventID: eventID, AccountID: buyer})
 			if err != nil {
 				t.Errorf("round %d: seat map while PostgreSQL is down: %v", round, err)
 				return

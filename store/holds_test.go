@@ -81,7 +81,7 @@ func (env holdsEnv) lock(tb testing.TB, eventID int64, label string) string {
 
 func (env holdsEnv) statuses(tb testing.TB, eventID, acct int64) boxoffice.SeatMapState {
 	tb.Helper()
-	st, err := env.H.SeatStatuses(context.Background(), eventID, acct)
+	st, err := env.H.SeatStatuses(context.Background(), boxoffice.Shopper{EventID: eventID, AccountID: acct})
 	if err != nil {
 		tb.Fatalf("SeatStatuses(%d, %d): %v", eventID, acct, err)
 	}
@@ -383,7 +383,7 @@ func TestHolds_Hold_Limit(t *testing.T) {
 		if e.Details["held"] != 5 || e.Details["owned"] != 0 {
 			t.Errorf("Details = %v, want held 5, owned 0", e.Details)
 		}
-		if err := env.H.Release(ctx, ev.ID, 1, ev.R[1]); err != nil {
+		if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, ev.R[1]); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
 		env.mustHold(t, ev.ID, 1, holdTTL, ev.S[2])
@@ -653,7 +653,7 @@ func TestHolds_Release(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		env.mustHold(t, ev.ID, 1, holdTTL, ev.R[0], ev.R[1])
-		if err := env.H.Release(ctx, ev.ID, 1, ev.R[0]); err != nil {
+		if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, ev.R[0]); err != nil {
 			t.Fatalf("Release: %v", err)
 		}
 		if got := env.lock(t, ev.ID, ev.R[0]); got != "" {
@@ -672,7 +672,7 @@ func TestHolds_Release(t *testing.T) {
 		res := env.mustHold(t, ev.ID, 3, holdTTL, ev.S[0])
 		key := env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.S[0])
 		storetest.AtOnce(200, func(i int) {
-			err := env.H.Release(ctx, ev.ID, int64(100+i), ev.S[0])
+			_, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: int64(100 + i)}, ev.S[0])
 			if boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 				t.Errorf("account %d releasing account 3's seat: got %v, want not_found", 100+i, err)
 			}
@@ -692,13 +692,15 @@ func TestHolds_Release(t *testing.T) {
 	})
 
 	t.Run("ErrNotFoundNotHeld", func(t *testing.T) {
-		err := env.H.Release(ctx, ev.ID, 1, ev.S[4])
+		_, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, ev.S[4])
 		wantError(t, err, boxoffice.ENOTFOUND)
 	})
 
 	t.Run("ErrBadSeat", func(t *testing.T) {
-		wantError(t, env.H.Release(ctx, ev.ID, 1, "Z-1-1"), boxoffice.EBADSEAT)
-		wantError(t, env.H.Release(ctx, ev.ID, 1, "not a seat"), boxoffice.EBADSEAT)
+		_, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, "Z-1-1")
+		wantError(t, err, boxoffice.EBADSEAT)
+		_, err = env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, "not a seat")
+		wantError(t, err, boxoffice.EBADSEAT)
 	})
 }
 
@@ -777,7 +779,7 @@ func TestHolds_SeatStatuses(t *testing.T) {
 	}
 
 	t.Run("Refresh", func(t *testing.T) {
-		if err := env.H.Release(ctx, ev.ID, 2, ev.S[1]); err != nil {
+		if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 2}, ev.S[1]); err != nil {
 			t.Fatal(err)
 		}
 		env.mustHold(t, ev.ID, 3, holdTTL, ev.S[2])
@@ -842,7 +844,7 @@ func TestHolds_SeatStatuses_Shared(t *testing.T) {
 	env.R.Now = func() time.Time { return time.Unix(60*clock.Load(), 0) }
 	statuses := func(acct int64) boxoffice.SeatMapState {
 		t.Helper()
-		st, err := h.SeatStatuses(ctx, ev.ID, acct)
+		st, err := h.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: acct})
 		if err != nil {
 			t.Fatalf("SeatStatuses: %v", err)
 		}
@@ -855,7 +857,7 @@ func TestHolds_SeatStatuses_Shared(t *testing.T) {
 		t.Fatalf("first read: %q, %q; want held, held", st.Status(a), st.Status(d))
 	}
 	env.mustHold(t, ev.ID, 3, holdTTL, b)
-	if err := env.H.Release(ctx, ev.ID, 1, a); err != nil {
+	if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, a); err != nil {
 		t.Fatal(err)
 	}
 	env.mustHold(t, ev.ID, 2, holdTTL, c)
@@ -924,7 +926,7 @@ func TestHolds_ExtendHolds(t *testing.T) {
 	ctx := context.Background()
 	env.mustHold(t, ev.ID, 1, 10*time.Second, ev.R[0], ev.R[1], ev.R[2])
 	env.mustHold(t, ev.ID, 2, holdTTL, ev.S[0])
-	if err := env.H.Release(ctx, ev.ID, 1, ev.R[2]); err != nil {
+	if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}, ev.R[2]); err != nil {
 		t.Fatal(err)
 	}
 	pttl := func(label string) time.Duration {
@@ -1089,11 +1091,127 @@ func BenchmarkHolds_SeatStatuses(b *testing.B) {
 			h := env.instance(b, nil)
 			h.MapMaxAge = age.age
 			for range b.N {
-				if _, err := h.SeatStatuses(ctx, ev.ID, 1); err != nil {
+				if _, err := h.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: 1}); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
 	}
+}
+
+// Rule 5 in the hold scripts: with a session key, Hold, Release and
+// SeatStatuses act only for an account whose live entry token is bound to
+// that session, checked in the same step as the action, and refuse with
+// the reason otherwise (never admitted, another session, expired), changing
+// nothing; racing rejoins that move the turn leave exactly one session able
+// to hold.
+func TestHolds_EntryChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	env := newHoldsEnv(t)
+	ev := newHoldEvent(t, env.DB, 20)
+	q := &store.Queue{Redis: env.R}
+	acct := newHoldAccount(t, env.DB)
+	stranger := newHoldAccount(t, env.DB)
+	if _, err := q.Join(ctx, ev.ID, acct, "sid-mine"); err != nil {
+		t.Fatal(err)
+	}
+	as := func(a int64, sid string) boxoffice.Shopper {
+		return boxoffice.Shopper{EventID: ev.ID, AccountID: a, SessionKey: sid}
+	}
+	hold := func(sh boxoffice.Shopper, ttl time.Duration, labels ...string) error {
+		_, err := env.H.Hold(ctx, boxoffice.HoldRequest{EventID: sh.EventID, AccountID: sh.AccountID, SessionKey: sh.SessionKey, Limit: limit, TTL: ttl}, labels)
+		return err
+	}
+	refused := func(t *testing.T, sh boxoffice.Shopper, reason string) {
+		t.Helper()
+		wantCodeReason(t, hold(sh, holdTTL, ev.R[1]), boxoffice.ENOENTRYTOKEN, reason)
+		_, err := env.H.Release(ctx, sh, ev.R[0])
+		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, reason)
+		_, err = env.H.SeatStatuses(ctx, sh)
+		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, reason)
+	}
+
+	t.Run("ErrNotAdmittedYet", func(t *testing.T) { refused(t, as(acct, "sid-mine"), boxoffice.ReasonNone) })
+	admit := boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Hour}
+	if _, err := q.Admit(ctx, admit, 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold(as(acct, "sid-mine"), holdTTL, ev.R[0]); err != nil {
+		t.Fatalf("hold with the entry: %v", err)
+	}
+	before := env.lock(t, ev.ID, ev.R[1])
+	t.Run("ErrOtherSession", func(t *testing.T) { refused(t, as(acct, "sid-copied"), boxoffice.ReasonOtherSession) })
+	t.Run("ErrOtherAccount", func(t *testing.T) { refused(t, as(stranger, "sid-mine"), boxoffice.ReasonNone) })
+	if got := env.lock(t, ev.ID, ev.R[1]); got != before {
+		t.Fatalf("a refused hold changed seat %s's lock from %q to %q", ev.R[1], before, got)
+	}
+	t.Run("OK", func(t *testing.T) {
+		st, err := env.H.SeatStatuses(ctx, as(acct, "sid-mine"))
+		if err != nil || !slices.Equal(st.Mine, []string{ev.R[0]}) {
+			t.Fatalf("SeatStatuses with the entry = %+v, %v; want %s mine", st, err, ev.R[0])
+		}
+		mine, err := env.H.Release(ctx, as(acct, "sid-mine"), ev.R[0])
+		if err != nil || len(mine.Mine) != 0 {
+			t.Fatalf("Release with the entry = %+v, %v; want no holds left", mine, err)
+		}
+	})
+
+	// Many sessions rejoin at once while admitted: the turn moves to one of
+	// them, and only that one holds.
+	sessions := make([]string, 50)
+	var wg sync.WaitGroup
+	for i := range sessions {
+		sessions[i] = fmt.Sprintf("device-%d", i)
+		wg.Go(func() {
+			if p, err := q.Join(ctx, ev.ID, acct, sessions[i]); err != nil || p.Status != boxoffice.QueueAdmitted {
+				t.Errorf("rejoin from %s = %+v, %v", sessions[i], p, err)
+			}
+		})
+	}
+	wg.Wait()
+	var held atomic.Int64
+	storetest.AtOnce(len(sessions), func(i int) {
+		switch err := hold(as(acct, sessions[i]), holdTTL, ev.S[i%3]); boxoffice.NoEntryReason(err) {
+		case "":
+			if err != nil {
+				t.Errorf("hold from %s: %v", sessions[i], err)
+				return
+			}
+			held.Add(1)
+		case boxoffice.ReasonOtherSession:
+		default:
+			t.Errorf("hold from %s: %v, want held or refused for another session", sessions[i], err)
+		}
+	})
+	if held.Load() == 0 {
+		t.Fatal("no session holds the turn after the rejoins")
+	}
+	owners := 0
+	for _, sid := range append(sessions, "sid-mine") {
+		if _, err := env.H.SeatStatuses(ctx, as(acct, sid)); err == nil {
+			owners++
+		}
+	}
+	if owners != 1 {
+		t.Fatalf("%d sessions pass the entry check after the rejoins, want 1", owners)
+	}
+
+	t.Run("ErrExpired", func(t *testing.T) {
+		short := boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Millisecond}
+		other := newHoldAccount(t, env.DB)
+		if _, err := q.Join(ctx, ev.ID, other, "sid-other"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Admit(ctx, short, 2, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); boxoffice.NoEntryReason(hold(as(other, "sid-other"), holdTTL, ev.R[5])) != boxoffice.ReasonExpired; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a 1 ms entry token still holds seats after 10 s")
+			}
+		}
+		refused(t, as(other, "sid-other"), boxoffice.ReasonExpired)
+	})
 }

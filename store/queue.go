@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -47,10 +48,63 @@ var (
 // A fan's position is their sequence minus the head, so positions cost two
 // O(1) reads however long the line is. Times are Redis's clock. It is safe
 // for concurrent use.
+//
+// Each instance keeps the shared figures (epoch, head, pace) of its latest
+// read per event: Position answers a fan whose place they show still
+// waiting from them until the next tick's read is due, with no round trip.
 type Queue struct {
 	Redis *Redis
 	// Metrics, if not nil, counts joins and admissions.
 	Metrics *QueueMetrics
+
+	mu      sync.Mutex
+	figures map[int64]queueFigures // event id -> the latest figures read
+}
+
+// queueFigures is one read of an event's shared figures.
+type queueFigures struct {
+	st  queueStats
+	now time.Time // Redis's clock at the read
+	at  time.Time // this instance's clock at the read
+}
+
+// window returns the number of the tick window that t falls in: windows
+// start a quarter tick after each tick starts, when the admitter (which
+// starts at the tick) has usually admitted its batch.
+func (f queueFigures) window(t time.Time) int64 {
+	return boxoffice.TickIndex(t.Add(-f.st.pace.Tick/4), f.st.pace.Tick)
+}
+
+// keepFigures keeps st, read at now on Redis's clock, as the event's figures
+// unless newer ones are kept.
+func (q *Queue) keepFigures(eventID int64, st queueStats, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.figures == nil {
+		q.figures = map[int64]queueFigures{}
+	}
+	if f, ok := q.figures[eventID]; !ok || now.After(f.now) {
+		q.figures[eventID] = queueFigures{st: st, now: now, at: time.Now()}
+	}
+}
+
+// freshFigures returns the event's figures if they were read in the current
+// tick window.
+func (q *Queue) freshFigures(eventID int64) (queueFigures, bool) {
+	q.mu.Lock()
+	f, ok := q.figures[eventID]
+	q.mu.Unlock()
+	if !ok {
+		return f, false
+	}
+	return f, f.window(time.Now()) == f.window(f.at)
+}
+
+// forgetFigures drops the event's figures, after this instance admitted.
+func (q *Queue) forgetFigures(eventID int64) {
+	q.mu.Lock()
+	delete(q.figures, eventID)
+	q.mu.Unlock()
 }
 
 // tokenBytes is the entropy of an entry token: 128 bits from crypto/rand.
@@ -60,13 +114,7 @@ func (q *Queue) queueKey(e int64) string { return q.Redis.Key("queue:{%d}", e) }
 func (q *Queue) seqKey(e int64) string   { return q.Redis.Key("queue:seq:{%d}", e) }
 func (q *Queue) sessKey(e int64) string  { return q.Redis.Key("queue:sess:{%d}", e) }
 func (q *Queue) statsKey(e int64) string { return q.Redis.Key("queue:stats:{%d}", e) }
-func (q *Queue) liveKey(e int64) string  { return q.Redis.Key("entry:live:{%d}", e) }
-func (q *Queue) entryPrefix(e int64) string {
-	return q.Redis.Key("entry:{%d}:", e)
-}
-func (q *Queue) entryKey(e, acct int64) string {
-	return q.entryPrefix(e) + strconv.FormatInt(acct, 10)
-}
+func (q *Queue) liveKey(e int64) string  { return q.Redis.entryLiveKey(e) }
 
 // Join gives the account a place in the event's line in one Redis round trip
 // (one Lua script): INCR and ZADD NX for a new place, or the place it has;
@@ -90,7 +138,7 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
-	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.entryKey(eventID, accountID)}
+	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID)}
 	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
@@ -102,6 +150,7 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 	seq := toInt64(res[1])
 	now := time.UnixMilli(toInt64(res[2]))
 	st := parseStats(res[3])
+	q.keepFigures(eventID, st, now)
 	if state == "joined" && q.Metrics != nil {
 		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
 	}
@@ -115,11 +164,17 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 }
 
 // Position returns where the account stands, as Positions does for one fan.
-// epoch is the Epoch the session kept from Join ("" if none). Errors:
+// place is what the browser kept from Join (zero if nothing). When the
+// figures this instance read in the current tick window have place's epoch
+// and a head before its sequence, the fan is still waiting and the answer
+// comes from them, with no round trip; otherwise one round trip. Errors:
 // ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
 // the token expired) or ReasonNone.
-func (q *Queue) Position(ctx context.Context, eventID, accountID int64, epoch string) (boxoffice.QueuePosition, error) {
-	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: epoch})
+func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
+	if f, ok := q.freshFigures(eventID); ok && place.Sequence > f.st.head && place.Epoch == f.st.epoch && place.Epoch != "" {
+		return f.st.waiting(place.Sequence, f.now.Add(time.Since(f.at))), nil
+	}
+	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: place.Epoch})
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
@@ -171,6 +226,7 @@ func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]str
 	}
 	now := timeCmd.Val()
 	st := statsFromMap(statsCmd.Val())
+	q.keepFigures(eventID, st, now)
 	seqs, lives := seqCmd.Val(), liveCmd.Val()
 	for i, id := range ids {
 		seq, live := int64(seqs[i]), int64(lives[i])
@@ -191,9 +247,9 @@ func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]str
 }
 
 // EntryToken returns the account's live entry token for the event and its
-// remaining TTL, if the token was issued to sessionKey, in one round trip.
-// The handler stores it in that session. Errors: ENOENTRYTOKEN with
-// Details["reason"] ReasonOtherSession, ReasonExpired or ReasonNone.
+// remaining TTL, if the token was issued (or moved) to sessionKey, in one
+// round trip. Errors: ENOENTRYTOKEN with Details["reason"]
+// ReasonOtherSession, ReasonExpired or ReasonNone.
 func (q *Queue) EntryToken(ctx context.Context, eventID, accountID int64, sessionKey string) (string, time.Duration, error) {
 	e, err := q.readEntry(ctx, eventID, accountID)
 	if err != nil {
@@ -208,24 +264,13 @@ func (q *Queue) EntryToken(ctx context.Context, eventID, accountID int64, sessio
 	return e.token, e.ttl, nil
 }
 
-// CheckEntry returns nil if token is the account's live entry token for the
-// event and it was issued to sessionKey (rule 5), in one round trip; tokens
-// are compared in constant time. Errors: ENOENTRYTOKEN with
-// Details["reason"] ReasonOtherSession, ReasonMismatch, ReasonExpired or
-// ReasonNone.
-func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey, token string) error {
-	e, err := q.readEntry(ctx, eventID, accountID)
-	switch {
-	case err != nil:
-		return err
-	case e.token == "":
-		return e.missing()
-	case !equal(e.session, sessionKey):
-		return otherSession()
-	case token == "" || !equal(e.token, token):
-		return noEntry(boxoffice.ReasonMismatch)
-	}
-	return nil
+// CheckEntry returns nil if the account holds a live entry token for the
+// event that was issued (or moved) to sessionKey (rule 5), in one round
+// trip. Errors: ENOENTRYTOKEN with Details["reason"] ReasonOtherSession,
+// ReasonExpired or ReasonNone.
+func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey string) error {
+	_, _, err := q.EntryToken(ctx, eventID, accountID, sessionKey)
+	return err
 }
 
 // entry is an account's entry token as read from Redis.
@@ -243,13 +288,23 @@ func otherSession() error {
 
 func (e entry) missing() error {
 	if e.expired {
-		return noEntry(boxoffice.ReasonExpired)
+		return entryExpired()
 	}
+	return noEntryYet()
+}
+
+// entryExpired refuses an account whose entry token ran out.
+func entryExpired() error {
+	return noEntry(boxoffice.ReasonExpired)
+}
+
+// noEntryYet refuses an account that holds no entry token and had none.
+func noEntryYet() error {
 	return noEntry(boxoffice.ReasonNone)
 }
 
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
-	key := q.entryKey(eventID, accountID)
+	key := q.Redis.entryKey(eventID, accountID)
 	var (
 		getCmd  *redis.StringCmd
 		ttlCmd  *redis.DurationCmd
@@ -325,7 +380,7 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		batch = 0
 	}
 	args := make([]any, 0, 10+batch)
-	args = append(args, tick, batch, max(s.MaxAdmitted, 0), s.TokenTTL.Milliseconds(), q.entryPrefix(s.EventID),
+	args = append(args, tick, batch, max(s.MaxAdmitted, 0), s.TokenTTL.Milliseconds(), q.Redis.entryPrefix(s.EventID),
 		boolArg(s.Paused), boolArg(s.SoldOut), s.Rate, every.Milliseconds(), recordField(tick))
 	for range batch {
 		t, err := randomToken()
@@ -346,6 +401,7 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		return AdmitResult{}, nil
 	}
 	r := AdmitResult{Done: true, Waiting: int(toInt64(res[1])), Live: int(toInt64(res[2]))}
+	q.forgetFigures(s.EventID)
 	for _, v := range res[3:] {
 		r.Admitted = append(r.Admitted, toInt64(v))
 	}

@@ -125,7 +125,7 @@ func TestQueue_Join(t *testing.T) {
 		if err != nil || p2.Position != 2 || p2.Ahead != 1 || p2.Epoch != p.Epoch {
 			t.Fatalf("second Join = %+v, %v; want position 2, ahead 1, epoch %q", p2, err, p.Epoch)
 		}
-		if got, err := q.Position(ctx, queueEvent, 8, p.Epoch); err != nil || got != p2 {
+		if got, err := q.Position(ctx, queueEvent, 8, boxoffice.QueuePlace{Epoch: p.Epoch}); err != nil || got != p2 {
 			t.Fatalf("Position = %+v, %v; want %+v", got, err, p2)
 		}
 	})
@@ -189,14 +189,12 @@ func TestQueue_Join(t *testing.T) {
 		if got, _, err := q.EntryToken(ctx, queueEvent, 1, "another-tab"); err != nil || got != moved {
 			t.Fatalf("EntryToken from the rejoining session = %q, %v; want %q", got, err, moved)
 		}
-		if err := q.CheckEntry(ctx, queueEvent, 1, "another-tab", moved); err != nil {
+		if err := q.CheckEntry(ctx, queueEvent, 1, "another-tab"); err != nil {
 			t.Fatalf("CheckEntry of the moved token in the rejoining session: %v", err)
 		}
 		_, _, err = q.EntryToken(ctx, queueEvent, 1, sess(1))
 		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
-		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), first), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
-		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), moved), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
-		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, "another-tab", first), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonMismatch)
+		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1)), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonOtherSession)
 		if n, _ := q.Redis.Client.ZCard(ctx, q.Redis.Key("queue:{%d}", queueEvent)).Result(); n != 1 {
 			t.Fatalf("line length after an admitted fan rejoined = %d, want 1", n)
 		}
@@ -214,7 +212,7 @@ func TestQueue_Join(t *testing.T) {
 		if len(r.Admitted) != 0 || r.Waiting != 3 {
 			t.Fatalf("sold-out Admit = %+v, want nobody admitted and 3 waiting", r)
 		}
-		p, err := q.Position(ctx, queueEvent, 2, "")
+		p, err := q.Position(ctx, queueEvent, 2, boxoffice.QueuePlace{})
 		if err != nil || p.Status != boxoffice.QueueSoldOut || p.Position != 2 || p.ETA != 0 || p.Sequence != seqs[2] {
 			t.Fatalf("Position after sell-out = %+v, %v; want sold_out at position 2 with no ETA", p, err)
 		}
@@ -237,7 +235,7 @@ func TestQueue_Join(t *testing.T) {
 		if r := mustAdmit(t, q, s, 1); len(r.Admitted) != 0 {
 			t.Fatalf("paused Admit admitted %v, want nobody", r.Admitted)
 		}
-		p, err := q.Position(ctx, queueEvent, 1, "")
+		p, err := q.Position(ctx, queueEvent, 1, boxoffice.QueuePlace{})
 		if err != nil || p.Status != boxoffice.QueueWaiting || !p.Paused || p.ETA != 0 {
 			t.Fatalf("Position while paused = %+v, %v; want waiting, paused, no ETA", p, err)
 		}
@@ -257,7 +255,7 @@ func TestQueue_Join(t *testing.T) {
 	t.Run("ErrNotInQueue", func(t *testing.T) {
 		q := newQueue(t)
 		mustJoin(t, q, 1, 1)
-		_, err := q.Position(ctx, queueEvent, 99, "")
+		_, err := q.Position(ctx, queueEvent, 99, boxoffice.QueuePlace{})
 		wantCodeReason(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonNone)
 	})
 }
@@ -342,7 +340,7 @@ func TestQueue_Fairness(t *testing.T) {
 		}
 		if len(admitted) < fans {
 			next := order[len(admitted)]
-			p, err := q.Position(ctx, queueEvent, next, "")
+			p, err := q.Position(ctx, queueEvent, next, boxoffice.QueuePlace{})
 			if err != nil || p.Position != 1 {
 				t.Fatalf("after tick %d the next fan (account %d) is at %+v, %v; want position 1", tick, next, p, err)
 			}
@@ -748,8 +746,8 @@ func TestQueue_Admit_Cap(t *testing.T) {
 	}
 }
 
-// Binding (rule 5): a token works only for the account and the session it
-// was issued to, and only while it lives.
+// Binding (rule 5): an entry works only for the account and the session its
+// token was issued to, and only while it lives.
 func TestQueue_CheckEntry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -768,7 +766,7 @@ func TestQueue_CheckEntry(t *testing.T) {
 	}
 
 	t.Run("OK", func(t *testing.T) {
-		if err := q.CheckEntry(ctx, queueEvent, 1, sess(1), tokA); err != nil {
+		if err := q.CheckEntry(ctx, queueEvent, 1, sess(1)); err != nil {
 			t.Fatalf("CheckEntry: %v", err)
 		}
 	})
@@ -776,23 +774,20 @@ func TestQueue_CheckEntry(t *testing.T) {
 		name    string
 		acct    int64
 		session string
-		token   string
 		reason  string
 	}{
-		{"ErrOtherSession", 1, "sid-stolen", tokA, boxoffice.ReasonOtherSession},
-		{"ErrOtherAccountsToken", 2, sess(2), tokA, boxoffice.ReasonMismatch},
-		{"ErrAccountNeverAdmitted", 99, sess(1), tokA, boxoffice.ReasonNone},
-		{"ErrAccountStillWaiting", 3, sess(3), tokA, boxoffice.ReasonNone},
-		{"ErrNoToken", 1, sess(1), "", boxoffice.ReasonMismatch},
-		{"ErrWrongToken", 1, sess(1), tokA[:21] + "x", boxoffice.ReasonMismatch},
-		{"ErrOtherEvent", 1, sess(1), tokA, boxoffice.ReasonNone},
+		{"ErrOtherSession", 1, "sid-stolen", boxoffice.ReasonOtherSession},
+		{"ErrOtherAccountsSession", 1, sess(2), boxoffice.ReasonOtherSession},
+		{"ErrAccountNeverAdmitted", 99, sess(1), boxoffice.ReasonNone},
+		{"ErrAccountStillWaiting", 3, sess(3), boxoffice.ReasonNone},
+		{"ErrOtherEvent", 1, sess(1), boxoffice.ReasonNone},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := int64(queueEvent)
 			if tt.name == "ErrOtherEvent" {
 				e = queueEvent + 1
 			}
-			wantCodeReason(t, q.CheckEntry(ctx, e, tt.acct, tt.session, tt.token), boxoffice.ENOENTRYTOKEN, tt.reason)
+			wantCodeReason(t, q.CheckEntry(ctx, e, tt.acct, tt.session), boxoffice.ENOENTRYTOKEN, tt.reason)
 		})
 	}
 	t.Run("ErrEntryTokenOtherSession", func(t *testing.T) {
@@ -805,38 +800,38 @@ func TestQueue_CheckEntry(t *testing.T) {
 	// Hundreds of checks at once, of every pairing: only the right ones pass.
 	t.Run("Concurrent", func(t *testing.T) {
 		creds := []struct {
-			acct         int64
-			session, tok string
-		}{{1, sess(1), tokA}, {2, sess(2), tokB}}
+			acct    int64
+			session string
+		}{{1, sess(1)}, {2, sess(2)}}
 		var wg sync.WaitGroup
 		var passed atomic.Int64
 		for g := range 400 {
 			wg.Go(func() {
-				a, b, c := creds[g%2], creds[(g/2)%2], creds[(g/4)%2]
-				err := q.CheckEntry(ctx, queueEvent, a.acct, b.session, c.tok)
-				right := a == b && b == c
+				a, b := creds[g%2], creds[(g/2)%2]
+				err := q.CheckEntry(ctx, queueEvent, a.acct, b.session)
+				right := a == b
 				switch {
 				case right && err != nil:
-					t.Errorf("CheckEntry(%d, %s, its token): %v", a.acct, b.session, err)
+					t.Errorf("CheckEntry(%d, its session %s): %v", a.acct, b.session, err)
 				case !right && boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN:
-					t.Errorf("CheckEntry(%d, %s, token of %d) = %v, want %s", a.acct, b.session, c.acct, err, boxoffice.ENOENTRYTOKEN)
+					t.Errorf("CheckEntry(%d, the session %s of %d) = %v, want %s", a.acct, b.session, b.acct, err, boxoffice.ENOENTRYTOKEN)
 				case right:
 					passed.Add(1)
 				}
 			})
 		}
 		wg.Wait()
-		if passed.Load() != 100 {
-			t.Fatalf("%d checks passed, want 100", passed.Load())
+		if passed.Load() != 200 {
+			t.Fatalf("%d checks passed, want 200", passed.Load())
 		}
 	})
 
 	t.Run("ErrExpired", func(t *testing.T) {
 		time.Sleep(ttl + 50*time.Millisecond)
-		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), tokA), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonExpired)
+		wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1)), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonExpired)
 		_, _, err := q.EntryToken(ctx, queueEvent, 1, sess(1))
 		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, boxoffice.ReasonExpired)
-		_, err = q.Position(ctx, queueEvent, 1, "")
+		_, err = q.Position(ctx, queueEvent, 1, boxoffice.QueuePlace{})
 		wantCodeReason(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonExpired)
 		// Joining again gives a new place at the back of the line.
 		p, err := q.Join(ctx, queueEvent, 1, sess(1))
@@ -889,11 +884,6 @@ func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
 			if moved == admitted {
 				t.Fatal("the token survived rejoins from other sessions")
 			}
-			for _, session := range all {
-				if q.CheckEntry(ctx, queueEvent, 1, session, admitted) == nil {
-					t.Fatalf("the token from before the rejoins still works in %s", session)
-				}
-			}
 			if got, err := q.Redis.Client.PExpireTime(ctx, key).Result(); err != nil || got != expires {
 				t.Fatalf("the rejoins moved the turn's end from %v to %v (%v)", expires, got, err)
 			}
@@ -903,7 +893,7 @@ func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
 
 // oneTurn asks every session at once for account 1's entry token and checks
 // that exactly one gets it, the session the entry is bound to in Redis, that
-// the token works there and in no other session; it returns the token.
+// the entry works there and in no other session; it returns the token.
 func oneTurn(t *testing.T, q *store.Queue, sessions []string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -918,8 +908,8 @@ func oneTurn(t *testing.T, q *store.Queue, sessions []string) string {
 				mu.Lock()
 				got[session] = tok
 				mu.Unlock()
-				if err := q.CheckEntry(ctx, queueEvent, 1, session, tok); err != nil {
-					t.Errorf("CheckEntry of the delivered token in %s: %v", session, err)
+				if err := q.CheckEntry(ctx, queueEvent, 1, session); err != nil {
+					t.Errorf("CheckEntry in %s, which got the token: %v", session, err)
 				}
 			case boxoffice.NoEntryReason(err) != boxoffice.ReasonOtherSession:
 				t.Errorf("EntryToken(%s): %v, want reason %s", session, err, boxoffice.ReasonOtherSession)
@@ -936,8 +926,8 @@ func oneTurn(t *testing.T, q *store.Queue, sessions []string) string {
 		t.Fatalf("the token went to %v, but the entry is bound to %s", got, bound)
 	}
 	for _, other := range sessions {
-		if other != bound && q.CheckEntry(ctx, queueEvent, 1, other, tok) == nil {
-			t.Fatalf("the token of %s works from %s", bound, other)
+		if other != bound && q.CheckEntry(ctx, queueEvent, 1, other) == nil {
+			t.Fatalf("the entry of %s works from %s", bound, other)
 		}
 	}
 	return tok
@@ -962,7 +952,7 @@ func TestQueue_Positions(t *testing.T) {
 	}
 	fans[5000] = ""
 	fans[5001] = "an-old-epoch"
-	if _, err := counted.Position(ctx, queueEvent, 1, ""); err != nil { // warms the connection up
+	if _, err := counted.Position(ctx, queueEvent, 1, boxoffice.QueuePlace{}); err != nil { // warms the connection up
 		t.Fatal(err)
 	}
 	hook.single.Store(0)
@@ -992,7 +982,7 @@ func TestQueue_Positions(t *testing.T) {
 		t.Fatalf("unknown fans: %+v and %+v, want not_in_queue and reset", got[5000], got[5001])
 	}
 	for _, a := range []int64{1, 1500, 3000} {
-		p, err := q.Position(ctx, queueEvent, a, "")
+		p, err := q.Position(ctx, queueEvent, a, boxoffice.QueuePlace{})
 		if err != nil || p != got[a] {
 			t.Fatalf("Position(%d) = %+v, %v; Positions gave %+v", a, p, err, got[a])
 		}
@@ -1014,8 +1004,7 @@ func TestQueue_Reset(t *testing.T) {
 	}
 	mustJoin(t, q, 2, 3)
 	mustAdmit(t, q, admission(1), 1)
-	tok, _, err := q.EntryToken(ctx, queueEvent, 1, sess(1))
-	if err != nil {
+	if err := q.CheckEntry(ctx, queueEvent, 1, sess(1)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -1029,14 +1018,14 @@ func TestQueue_Reset(t *testing.T) {
 	}
 
 	for _, a := range []int64{1, 2} {
-		p, err := q.Position(ctx, queueEvent, a, first.Epoch)
+		p, err := q.Position(ctx, queueEvent, a, boxoffice.QueuePlace{Epoch: first.Epoch})
 		if err != nil || p.Status != boxoffice.QueueReset {
 			t.Fatalf("Position(%d) after the loss = %+v, %v; want reset", a, p, err)
 		}
 	}
-	_, err = q.Position(ctx, queueEvent, 2, "")
+	_, err = q.Position(ctx, queueEvent, 2, boxoffice.QueuePlace{})
 	wantCodeReason(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonNone)
-	wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1), tok), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonNone)
+	wantCodeReason(t, q.CheckEntry(ctx, queueEvent, 1, sess(1)), boxoffice.ENOENTRYTOKEN, boxoffice.ReasonNone)
 	if st, err := q.QueueStats(ctx, queueEvent); err != nil || st != (boxoffice.QueueStats{}) {
 		t.Fatalf("QueueStats after the loss = %+v, %v; want zeros", st, err)
 	}
@@ -1046,14 +1035,14 @@ func TestQueue_Reset(t *testing.T) {
 	if err != nil || p4.Position != 1 || p4.Epoch == first.Epoch {
 		t.Fatalf("Join after the loss = %+v, %v; want position 1 in a new epoch", p4, err)
 	}
-	if p, err := q.Position(ctx, queueEvent, 3, first.Epoch); err != nil || p.Status != boxoffice.QueueReset {
+	if p, err := q.Position(ctx, queueEvent, 3, boxoffice.QueuePlace{Epoch: first.Epoch}); err != nil || p.Status != boxoffice.QueueReset {
 		t.Fatalf("Position of an old fan in the new line = %+v, %v; want reset", p, err)
 	}
 	p3, err := q.Join(ctx, queueEvent, 3, sess(3))
 	if err != nil || p3.Position != 2 {
 		t.Fatalf("rejoin after the loss = %+v, %v; want position 2", p3, err)
 	}
-	if p, err := q.Position(ctx, queueEvent, 3, p3.Epoch); err != nil || p != p3 {
+	if p, err := q.Position(ctx, queueEvent, 3, boxoffice.QueuePlace{Epoch: p3.Epoch}); err != nil || p != p3 {
 		t.Fatalf("Position after rejoining = %+v, %v; want %+v", p, err, p3)
 	}
 	r := mustAdmit(t, q, admission(5), 1)
@@ -1222,7 +1211,7 @@ func BenchmarkQueue_Position(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
 		for pb.Next() {
-			if _, err := q.Position(ctx, queueEvent, rng.Int64N(fans)+1, ""); err != nil {
+			if _, err := q.Position(ctx, queueEvent, rng.Int64N(fans)+1, boxoffice.QueuePlace{}); err != nil {
 				b.Error(err)
 				return
 			}

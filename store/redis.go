@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,3 +53,17 @@ func (r *Redis) Key(format string, args ...any) string {
 
 // Ping checks that Redis answers.
 func (r *Redis) Ping(ctx context.Context) error { return r.Client.Ping(ctx).Err() }
+
+// entryKey is entry:{e}:<account>, the account's entry token for the event,
+// "<token>|<session key>", expiring with the token (store.Queue). The hold
+// scripts read it too, to check the entry in the same step as the action.
+func (r *Redis) entryKey(eventID, accountID int64) string {
+	return r.entryPrefix(eventID) + strconv.FormatInt(accountID, 10)
+}
+
+// entryPrefix is what entryKey puts before the account id.
+func (r *Redis) entryPrefix(eventID int64) string { return r.Key("entry:{%d}:", eventID) }
+
+// entryLiveKey is entry:live:{e}, the sorted set account -> entry token
+// expiry (Unix ms) of every token issued for the event (store.Queue).
+func (r *Redis) entryLiveKey(eventID int64) string { return r.Key("entry:live:{%d}", eventID) }

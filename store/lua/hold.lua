@@ -1,4 +1,4 @@
--- Holds seats for one account: all of them or none (DESIGN rules 1 and 2).
+-- Holds seats for one account: all of them or none (DESIGN rules 1, 2 and 5).
 -- KEYS[1] the marker that sold:{e} and bought:{e} may be used:
 --         cache:ready:{e} (loaded within the cache's TTL), or, once a load
 --         failed because PostgreSQL could not be reached, cache:complete:{e}
@@ -10,21 +10,41 @@
 -- KEYS[6] holder:{e}        hash label -> account: index of holders
 -- KEYS[7] claimed:{e}       zset label -> claim time (ms): seats claimed
 --                           for a sale that sold:{e} may not have yet
--- KEYS[8..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- KEYS[8] entry:{e}:{acct}  the account's entry token, "<token>|<session key>"
+-- KEYS[9] entry:live:{e}    zset account -> token expiry: tokens ever issued
+-- KEYS[10..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
--- KEYS[1] is cache:complete:{e} ('0' otherwise), ARGV[5..] labels
--- Returns {'rebuild'} without that marker; {'taken', {labels}};
--- {'limit', owned, held}; or {'ok', now (ms), first expiry (ms)}.
+-- KEYS[1] is cache:complete:{e} ('0' otherwise), ARGV[5] the session key the
+-- entry token must be bound to ('' for no check), ARGV[6..] labels
+-- Returns {'no_entry', reason} (reason 'none', 'expired' or
+-- 'other_session'); {'rebuild'} without the cache's marker; or
+-- {outcome, now (ms), owned, {label, expiry, ...} of the account's live
+-- holds after the call, ...} with outcome 'taken' and then {labels taken},
+-- 'limit', or 'ok' and then the first expiry (ms) of the requested seats.
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
+if ARGV[5] ~= '' then
+  local entry = redis.call('GET', KEYS[8])
+  if not entry then
+    if redis.call('ZSCORE', KEYS[9], ARGV[1]) then
+      return {'no_entry', 'expired'}
+    end
+    return {'no_entry', 'none'}
+  end
+  local bar = string.find(entry, '|', 1, true)
+  if not bar or string.sub(entry, bar + 1) ~= ARGV[5] then
+    return {'no_entry', 'other_session'}
+  end
+end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'rebuild'}
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+local first_label = 10
 
 -- The account's count follows expiry and sales with no sweeper: drop its
 -- ended holds and those of seats sold since (at most limit entries remain).
@@ -34,10 +54,11 @@ for _, label in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
     redis.call('ZREM', KEYS[4], label)
   end
 end
+local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local taken, new = {}, {}
-for i = 8, #KEYS do
-  local label = ARGV[i - 3]
+for i = first_label, #KEYS do
+  local label = ARGV[i - 4]
   if redis.call('SISMEMBER', KEYS[2], label) == 1 then
     taken[#taken + 1] = label
   else
@@ -54,18 +75,17 @@ for i = 8, #KEYS do
   end
 end
 if #taken > 0 then
-  return {'taken', taken}
+  return {'taken', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), taken}
 end
 
-local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 local held = redis.call('ZCARD', KEYS[4])
 if owned + held + #new > limit then
-  return {'limit', owned, held}
+  return {'limit', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')}
 end
 
 local exp = now + ttl
 for _, i in ipairs(new) do
-  local label = ARGV[i - 3]
+  local label = ARGV[i - 4]
   redis.call('SET', KEYS[i], acct, 'PXAT', exp)
   redis.call('ZADD', KEYS[4], exp, label)
   redis.call('ZADD', KEYS[5], exp, label)
@@ -74,8 +94,8 @@ end
 redis.call('PEXPIREAT', KEYS[4], redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')[2])
 
 local first = exp
-for i = 8, #KEYS do
-  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 3])))
+for i = first_label, #KEYS do
+  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 4])))
 end
 
 -- Keep the map's index small: drop a bounded batch of ended holds.
@@ -83,4 +103,4 @@ for _, label in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now, 
   redis.call('ZREM', KEYS[5], label)
   redis.call('HDEL', KEYS[6], label)
 end
-return {'ok', now, first}
+return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), first}

@@ -1,15 +1,43 @@
 -- Ends one account's hold on one seat: a compare-and-delete, so that an
--- account can never end another account's hold.
+-- account can never end another account's hold; with the entry token
+-- checked first (DESIGN rule 5).
 -- KEYS[1] seat:lock:{e}:<label>, KEYS[2] hold:{e}:{acct}, KEYS[3] held:{e},
--- KEYS[4] holder:{e}; ARGV[1] account id, ARGV[2] label.
--- Returns 1 when the hold was the account's and ended, 0 otherwise (then only
--- a stale entry of the account's own zset may go).
+-- KEYS[4] holder:{e}, KEYS[5] entry:{e}:{acct}, KEYS[6] entry:live:{e},
+-- KEYS[7] sold:{e}, KEYS[8] bought:{e}; ARGV[1] account id, ARGV[2] label,
+-- ARGV[3] the session key the entry token must be bound to ('' for no
+-- check).
+-- Returns {'no_entry', reason} (as hold.lua), or {outcome, now (ms), owned,
+-- {label, expiry, ...} of the account's live holds after the call}, outcome
+-- 'released' when the hold was the account's and ended, 'not_held'
+-- otherwise (then only a stale entry of the account's own zset may go).
+if ARGV[3] ~= '' then
+  local entry = redis.call('GET', KEYS[5])
+  if not entry then
+    if redis.call('ZSCORE', KEYS[6], ARGV[1]) then
+      return {'no_entry', 'expired'}
+    end
+    return {'no_entry', 'none'}
+  end
+  local bar = string.find(entry, '|', 1, true)
+  if not bar or string.sub(entry, bar + 1) ~= ARGV[3] then
+    return {'no_entry', 'other_session'}
+  end
+end
+local outcome = 'not_held'
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[2], ARGV[2])
   redis.call('ZREM', KEYS[3], ARGV[2])
   redis.call('HDEL', KEYS[4], ARGV[2])
-  return 1
+  outcome = 'released'
 end
 redis.call('ZREM', KEYS[2], ARGV[2])
-return 0
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)
+for _, label in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  if redis.call('SISMEMBER', KEYS[7], label) == 1 then
+    redis.call('ZREM', KEYS[2], label)
+  end
+end
+return {outcome, now, tonumber(redis.call('HGET', KEYS[8], ARGV[1]) or '0'), redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
