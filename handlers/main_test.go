@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -37,6 +38,9 @@ type testApp struct {
 	PG      *payment.Client // the sandbox's API, as the app calls it
 	// Sessions is the session store, whose in-process copy runs.
 	Sessions *store.Sessions
+	// Trips counts the Redis round trips of requests, and TickTrips those
+	// of the waiting room's per-tick reads, once countTrips added the hook.
+	Trips, TickTrips *redisTrips
 }
 
 // newTestApp is a Server on a database and Redis prefix of its own, with
@@ -79,7 +83,8 @@ func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ..
 		t.Fatal(err)
 	}
 	events := &store.Events{DB: db}
-	stopping, stop := context.WithCancel(context.Background())
+	trips, tickTrips := &redisTrips{}, &redisTrips{}
+	stopping, stop := context.WithCancel(withTrips(context.Background(), tickTrips))
 	srv := &handlers.Server{
 		Logger:        slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Sessions:      sessions,
@@ -98,6 +103,7 @@ func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ..
 		DefaultLang: views.English,
 	}
 	ts := httptest.NewUnstartedServer(nil)
+	ts.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context { return withTrips(ctx, trips) }
 	base := "http://" + ts.Listener.Addr().String()
 	sandbox, err := payment.NewSandbox(payment.SandboxConfig{
 		Provider: payment.ProviderSandbox, Pool: pgDB.Pool, SecretKey: testPGSecret, WebhookURL: base + "/payments/webhook",
@@ -122,7 +128,8 @@ func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ..
 	copied := make(chan struct{})
 	go func() { defer close(copied); sessionStore.Run(copying) }()
 	t.Cleanup(func() { stop(); ts.Close(); sandbox.Close(); stopCopying(); <-copied })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg, Sessions: sessionStore}
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg, Sessions: sessionStore,
+		Trips: trips, TickTrips: tickTrips}
 }
 
 const testPGSecret = "test_sk_handlers"

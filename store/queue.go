@@ -65,7 +65,7 @@ type Queue struct {
 type queueFigures struct {
 	st  queueStats
 	now time.Time // Redis's clock at the read
-	at  time.Time // this instance's clock at the read
+	at  time.Time // the store's clock (Redis.Now) at the read
 }
 
 // window returns the number of the tick window that t falls in: windows
@@ -84,7 +84,7 @@ func (q *Queue) keepFigures(eventID int64, st queueStats, now time.Time) {
 		q.figures = map[int64]queueFigures{}
 	}
 	if f, ok := q.figures[eventID]; !ok || now.After(f.now) {
-		q.figures[eventID] = queueFigures{st: st, now: now, at: time.Now()}
+		q.figures[eventID] = queueFigures{st: st, now: now, at: q.Redis.Now()}
 	}
 }
 
@@ -97,7 +97,7 @@ func (q *Queue) freshFigures(eventID int64) (queueFigures, bool) {
 	if !ok {
 		return f, false
 	}
-	return f, f.window(time.Now()) == f.window(f.at)
+	return f, f.window(q.Redis.Now()) == f.window(f.at)
 }
 
 // forgetFigures drops the event's figures, after this instance admitted.
@@ -172,7 +172,7 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 // the token expired) or ReasonNone.
 func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
 	if f, ok := q.freshFigures(eventID); ok && place.Sequence > f.st.head && place.Epoch == f.st.epoch && place.Epoch != "" {
-		return f.st.waiting(place.Sequence, f.now.Add(time.Since(f.at))), nil
+		return f.st.waiting(place.Sequence, f.now.Add(q.Redis.Now().Sub(f.at))), nil
 	}
 	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: place.Epoch})
 	if err != nil {

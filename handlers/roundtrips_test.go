@@ -1,0 +1,263 @@
+package handlers_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/store"
+	"github.com/redis/go-redis/v9"
+)
+
+// redisTrips counts the Redis round trips sent with a context that carries
+// it (withTrips): a command, or a pipeline or MULTI/EXEC of them, is one
+// round trip. It is safe for concurrent use.
+type redisTrips struct {
+	mu    sync.Mutex
+	trips [][]string // the commands of each round trip, MULTI and EXEC left out
+}
+
+type tripsKey struct{}
+
+// sessionRead names the GET of a session from Redis.
+const sessionRead = "get session"
+
+func withTrips(ctx context.Context, t *redisTrips) context.Context {
+	return context.WithValue(ctx, tripsKey{}, t)
+}
+
+func (r *redisTrips) add(cmds []redis.Cmder) {
+	var names []string
+	for _, c := range cmds {
+		switch n := c.Name(); {
+		case n == "multi" || n == "exec":
+		case n == "get" && strings.Contains(fmt.Sprint(c.Args()...), "session:"):
+			names = append(names, sessionRead)
+		default:
+			names = append(names, n)
+		}
+	}
+	r.mu.Lock()
+	r.trips = append(r.trips, names)
+	r.mu.Unlock()
+}
+
+// take returns the round trips counted since the last take.
+func (r *redisTrips) take() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.trips
+	r.trips = nil
+	return out
+}
+
+// tripHook hands each command or pipeline to the redisTrips of its context.
+type tripHook struct{}
+
+func (tripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (tripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if r, ok := ctx.Value(tripsKey{}).(*redisTrips); ok {
+			r.add([]redis.Cmder{cmd})
+		}
+		return next(ctx, cmd)
+	}
+}
+func (tripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if r, ok := ctx.Value(tripsKey{}).(*redisTrips); ok {
+			r.add(cmds)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// frozenClock fixes the store's clock (store.Redis.Now), so that the
+// instance's shared per-tick figures and the seat map's shared read stay
+// fresh for the whole test and each request's round trips are the same on
+// every run.
+// metric returns the sum of the values of the app's metric named name.
+func (a *testApp) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	mfs, err := a.Srv.Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+func frozenClock(s *handlers.Server) {
+	at := time.Now()
+	s.Queue.(*store.Queue).Redis.Now = func() time.Time { return at }
+}
+
+// Every hot request of a sale costs at most one Redis round trip once the
+// instance has seen the fan's session (the steady state), counted through
+// the real handler stack by a go-redis hook: the session comes from the
+// instance's copy, the entry token is checked in the action's own script
+// or MULTI, and a poll of a fan still waiting is answered from the
+// instance's per-tick figures. The counts are exact, so that a change that
+// adds a round trip or a command to a hot request fails here.
+func TestRoundTrips_HotRequests(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, frozenClock)
+	app.Redis.Client.AddHook(tripHook{})
+	e := app.newSeatEvent(t)
+	id := e.ID
+	event, queue := fmt.Sprintf("/events/%d", id), fmt.Sprintf("/events/%d/queue", id)
+	waitFor(t, "the session store to copy sessions", app.Sessions.Copying)
+
+	// A first fan goes through every request once, so that the scripts are
+	// loaded into Redis (EVALSHA, not EVAL) and the sold-seat cache and the
+	// seat map's shared read are there, as in the steady state of a sale.
+	warm, _ := app.newFan(t, "warm@example.com", id)
+	hold(t, warm, id, "A-1-1")
+	warm.do("DELETE", holdsPath(id)+"/A-1-1", nil, "Accept: application/json")
+	getSeatMap(t, warm, id)
+
+	fan, acct := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
+	// Steady state: the instance has seen the session. Its first request
+	// reads it from Redis (a round trip), and one that races the log-in's
+	// own message is not copied: ask until one costs nothing.
+	waitFor(t, "the fan's session in the instance's copy", func() bool {
+		app.Trips.take()
+		wantStatus(t, fan.do("GET", event, nil), http.StatusOK)
+		return len(app.Trips.take()) == 0
+	})
+
+	type step struct {
+		name, method, path string
+		form               url.Values
+		headers            []string
+		status             int
+		want               [][]string // the round trips and their commands
+	}
+	asJSON, htmx := []string{"Accept: application/json"}, []string{"HX-Request: true"}
+	evalsha := [][]string{{"evalsha"}}
+	positions := [][]string{{"time", "hgetall", "zmscore", "zmscore"}}
+	statuses := [][]string{{"get", "zscore", "time", "exists", "exists", "hget", "zrange"}}
+	drops := app.metric(t, "boxoffice_session_copy_drops_total")
+	run := func(t *testing.T, steps []step) {
+		t.Helper()
+		for _, s := range steps {
+			app.Trips.take()
+			resp := fan.do(s.method, s.path, s.form, s.headers...)
+			wantStatus(t, resp, s.status)
+			got := app.Trips.take()
+			if now := app.metric(t, "boxoffice_session_copy_drops_total"); now > drops {
+				// The instance dropped its copies since the last step (a ping
+				// late on a loaded machine): the session was read again,
+				// which is right.
+				drops = now
+				got = slices.DeleteFunc(got, func(trip []string) bool { return slices.Equal(trip, []string{sessionRead}) })
+			}
+			if !slices.EqualFunc(got, s.want, slices.Equal) {
+				t.Errorf("%s: %d round trips %v, want %d: %v", s.name, len(got), got, len(s.want), s.want)
+			}
+		}
+	}
+
+	run(t, []step{
+		{"the event page", "GET", event, nil, nil, http.StatusOK, nil},
+		{"join", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
+		{"join again", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
+		{"position status of a fan waiting (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, nil},
+		{"position status of a fan waiting (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, nil},
+		{"waiting room", "GET", queue, nil, nil, http.StatusOK, nil},
+	})
+	if r := app.admit(t, boxoffice.AdmissionSettings{EventID: id, Rate: 1000, TokenTTL: 10 * time.Minute}); !slices.Contains(r.Admitted, acct.ID) {
+		t.Fatalf("admitted %v, want the fan", r.Admitted)
+	}
+	run(t, []step{
+		{"position status of a fan admitted (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, positions},
+		{"position status of a fan admitted (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, positions},
+		{"seat statuses", "GET", seatsPath(id) + "/status", nil, asJSON, http.StatusOK, statuses},
+		{"seat map page", "GET", seatsPath(id), nil, nil, http.StatusOK, statuses},
+		{"seat map (JSON)", "GET", seatsPath(id), nil, asJSON, http.StatusOK, statuses},
+		{"hold (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1", "A-2-2"}}, asJSON, http.StatusOK, evalsha},
+		{"hold (htmx)", "POST", holdsPath(id), url.Values{"seat": {"A-2-3"}}, htmx, http.StatusOK, evalsha},
+		{"hold of a seat already held (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1"}}, asJSON, http.StatusOK, evalsha},
+		{"release (JSON)", "DELETE", holdsPath(id) + "/A-2-1", nil, asJSON, http.StatusOK, evalsha},
+		{"release (htmx)", "DELETE", holdsPath(id) + "/A-2-2", nil, htmx, http.StatusOK, evalsha},
+		{"entry time", "GET", event + "/entry", nil, asJSON, http.StatusOK, [][]string{{"get", "pttl", "zscore"}}},
+	})
+
+	// A fan without an entry is refused in the same single round trip.
+	stranger, _ := app.newAccount(t, "stranger@example.com", boxoffice.RoleFan)
+	waitFor(t, "the stranger's session in the instance's copy", func() bool {
+		app.Trips.take()
+		wantStatus(t, stranger.do("GET", event, nil), http.StatusOK)
+		return len(app.Trips.take()) == 0
+	})
+	app.Trips.take()
+	wantStatus(t, stranger.do("POST", holdsPath(id), url.Values{"seat": {"A-3-1"}}, "Accept: application/json"), http.StatusForbidden)
+	if got := app.Trips.take(); !slices.EqualFunc(got, evalsha, slices.Equal) {
+		t.Errorf("a hold without an entry: round trips %v, want %v", got, evalsha)
+	}
+}
+
+// The waiting room's stream costs its fans nothing per tick: each instance
+// reads the positions of all its fans of an event in one round trip per
+// tick, and opening a stream costs no round trip in the steady state.
+func TestRoundTrips_StreamTick(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	app.Redis.Client.AddHook(tripHook{})
+	ev := app.openEvent(t)
+	waitFor(t, "the session store to copy sessions", app.Sessions.Copying)
+	var bodies []func()
+	var streams []<-chan sseEvent
+	for i := range 3 {
+		c, _ := app.joinedFan(t, ev.ID, fmt.Sprintf("streamer%d@example.com", i))
+		waitFor(t, "the fan's session in the instance's copy", func() bool {
+			app.Trips.take()
+			c.do("GET", fmt.Sprintf("/events/%d", ev.ID), nil)
+			return len(app.Trips.take()) == 0
+		})
+		app.Trips.take()
+		resp, ch := stream(t, c, ev.ID)
+		if got := app.Trips.take(); len(got) != 0 {
+			t.Errorf("opening a stream: round trips %v, want none", got)
+		}
+		bodies = append(bodies, func() { resp.Body.Close() })
+		streams = append(streams, ch)
+	}
+	defer func() {
+		for _, close := range bodies {
+			close()
+		}
+	}()
+	app.TickTrips.take()
+	for range 3 { // three ticks' fragments on every stream
+		for _, ch := range streams {
+			if e := next(t, ch); e.name != "position" {
+				t.Fatalf("stream event %q, want position", e.name)
+			}
+		}
+	}
+	trips := app.TickTrips.take()
+	if len(trips) < 2 {
+		t.Fatalf("%d per-tick reads while every stream got three fragments, want one per tick", len(trips))
+	}
+	for _, trip := range trips {
+		if want := []string{"time", "hgetall", "zmscore", "zmscore"}; !slices.Equal(trip, want) {
+			t.Errorf("a tick's read sent %v, want one round trip of %v for all %d fans", trip, want, len(streams))
+		}
+	}
+}
