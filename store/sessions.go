@@ -65,7 +65,7 @@ type Sessions struct {
 	reads   map[string]uint64                    // token -> id of the read that may copy it
 	readID  uint64
 	// The conditions of copying: subscribed to the channel, the sentinel's
-	// value known, and the last ping back.
+	// value known, and no ping late.
 	subscribed         bool
 	epoch              string
 	pingSent, pingBack uint64
@@ -180,7 +180,8 @@ func NewSessions(client redis.UniversalClient, prefix string, maxCopies int, reg
 func (s *Sessions) Codec() scs.Codec { return sessionCodec{s} }
 
 // Copying reports whether Find may answer from the in-process copy: the
-// subscription is confirmed, the sentinel known and the last ping back.
+// subscription is confirmed, the sentinel known, and a ping came back and
+// none is late (the one under way has until the next check).
 func (s *Sessions) Copying() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,7 +189,7 @@ func (s *Sessions) Copying() bool {
 }
 
 func (s *Sessions) copying() bool {
-	return s.subscribed && s.epoch != "" && s.pingSent > 0 && s.pingBack == s.pingSent
+	return s.subscribed && s.epoch != "" && s.pingBack > 0 && s.pingBack+1 >= s.pingSent
 }
 
 // FindCtx returns the encoded session of token: from the copy when it holds

@@ -23,9 +23,8 @@ func serveEcho(addr string) error {
 	return e.Start(addr)
 }
 
-// echoBaseline starts the echo server process and measures it with the
-// generator and connection count of the phases: a closed loop for the peak
-// rate, then the open loop's rates. The process ends with the measurement.
+// echoBaseline starts the echo server process and measures it
+// (httpBaseline). The process ends with the measurement.
 func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
 	port, err := freePort()
 	if err != nil {
@@ -52,6 +51,13 @@ func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
 			return nil, fmt.Errorf("the echo baseline server did not start")
 		}
 	}
+	return httpBaseline(ctx, cfg, ui, "echo", url), nil
+}
+
+// httpBaseline measures GET url, which answers 200, with the generator and
+// connection count of the phases: a closed loop for the peak rate, then the
+// open loop's rates; its steps are named after name.
+func httpBaseline(ctx context.Context, cfg Config, ui *UI, name, url string) []Stats {
 	client := newClient(cfg.Conns)
 	defer client.CloseIdleConnections()
 	ping := func(ctx context.Context, _ int) string {
@@ -59,17 +65,17 @@ func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
 		return kind(a, err, http.StatusOK)
 	}
 	var out []Stats
-	rec := newRecorder(fmt.Sprintf("echo closed loop, %d connections", cfg.Conns), ui.Bar("baseline: echo, closed loop", -1))
+	rec := newRecorder(fmt.Sprintf("%s closed loop, %d connections", name, cfg.Conns), ui.Bar("baseline: "+name+", closed loop", -1))
 	ClosedLoop(ctx, cfg.Conns, Counter(-1, time.Now().Add(cfg.BaselineDuration)), rec, ping)
 	ui.Done()
 	out = append(out, rec.Stats())
 	for _, rate := range cfg.Rates {
-		rec := newRecorder(fmt.Sprintf("echo open loop, %d/s offered", rate), ui.Bar(fmt.Sprintf("baseline: echo at %d/s", rate), int64(float64(rate)*cfg.OpenDuration.Seconds())))
+		rec := newRecorder(fmt.Sprintf("%s open loop, %d/s offered", name, rate), ui.Bar(fmt.Sprintf("baseline: %s at %d/s", name, rate), int64(float64(rate)*cfg.OpenDuration.Seconds())))
 		OpenLoop(ctx, float64(rate), cfg.OpenDuration, cfg.MaxInFlight, rec, ping)
 		ui.Done()
 		out = append(out, rec.Stats())
 	}
-	return out, nil
+	return out
 }
 
 // baselineScript is the Redis baseline's EVAL: a join's shape (INCR a

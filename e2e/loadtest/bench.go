@@ -33,10 +33,13 @@ type Bench struct {
 	// the seat map for the fans' shared copy; admin steers admission.
 	observer, admin *Fan
 
-	joined   bool // the join storm ran: fans are in line
-	admitted bool // the waiting phase admitted fans
-	paid     bool // the buying phase had checkout and payment
-	soldOut  bool // every seat was sold
+	joined bool // the join storm ran: fans are in line
+	// firstAdmission is when the sale's first fan was admitted (Redis's
+	// clock), from which the sell-out is timed.
+	firstAdmission time.Time
+	admitted       bool // the waiting phase admitted fans
+	paid           bool // the buying phase had checkout and payment
+	soldOut        bool // every seat was sold
 	// streamsOpen counts the streams bench-sse opened.
 	streamsOpen int
 	profiles    map[string]string
@@ -228,9 +231,20 @@ func (b *Bench) joinStorm(ctx context.Context) *Phase {
 		a, err := call(ctx, b.client, http.MethodPost, u, b.fans[i%n], url.Values{})
 		return kind(a, err, http.StatusOK)
 	}
+	// As a browser does, each fan opens the event page before joining: the
+	// page is the fan's first request to the instance, which reads the
+	// session from Redis and keeps a copy; the joins then find the session
+	// in the copy (the steady state).
+	pageURL := b.url("/events/%d", b.sale.EventID)
+	pages := newRecorder(fmt.Sprintf("GET /events/{id}, closed loop, %d connections: each fan's first request (the session read from Redis)", b.cfg.Conns), b.ui.Bar("join storm: event pages", int64(n)))
+	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), pages, func(ctx context.Context, i int) string {
+		a, err := browse(ctx, b.client, http.MethodGet, pageURL, b.fans[i], nil)
+		return kind(a, err, http.StatusOK)
+	})
+	b.addStep(p, pages)
 	est := min(max(time.Duration(float64(n)/5000*float64(time.Second)), time.Second), 10*time.Second)
 	prof := b.startProfile(ctx, "joins-closed-loop", est)
-	rec := newRecorder(fmt.Sprintf("closed loop, %d connections: each fan joins once", b.cfg.Conns), b.ui.Bar("join storm: closed loop", int64(n)))
+	rec := newRecorder(fmt.Sprintf("closed loop, %d connections: each fan joins once, after its event page", b.cfg.Conns), b.ui.Bar("join storm: closed loop", int64(n)))
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), rec, join)
 	st := b.addStep(p, rec)
 	prof()
@@ -375,12 +389,14 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 			}
 		}
 	}
+	maps := b.startSeatMaps(ctx)
 	poll := func(ctx context.Context, i int) string {
 		a, err := call(ctx, b.client, http.MethodGet, statusURL, b.fans[i], nil)
 		k := kind(a, err, http.StatusOK)
 		var pos position
 		if k == kindOK && json.Unmarshal(a.Body, &pos) == nil && pos.Status == "admitted" && seen[i].CompareAndSwap(0, time.Now().UnixNano()) {
 			remaining.Add(-1)
+			maps.load(i)
 		}
 		return k
 	}
@@ -392,6 +408,7 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 		b.addStep(p, rec)
 		prof()
 	}
+	maps.finish(p)
 	// The streams end at admission; wait for the last ones.
 	streamsDone := make(chan struct{})
 	go func() { following.Wait(); close(streamsDone) }()
@@ -409,6 +426,11 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 		return p
 	}
 	b.reportAdmissions(p, adm, t0)
+	for _, at := range adm {
+		if b.firstAdmission.IsZero() || at.Before(b.firstAdmission) {
+			b.firstAdmission = at
+		}
+	}
 	var pollDelays, streamDelays []time.Duration
 	streamErrs := map[string]int{}
 	positions := 0
@@ -445,6 +467,79 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 		}
 	}
 	return p
+}
+
+// seatMaps is the waiting phase's seat-map step: each polling fan loads the
+// seat map page as a browser does the moment its poll shows it admitted, so
+// at the admission rate: cold (no copy of the page), then warm (If-None-Match
+// with the page's ETag, when it has one). The loads run on workers of their
+// own beside the polls, as fans' browsers do.
+type seatMaps struct {
+	b          *Bench
+	url        string
+	queue      chan int
+	cold, warm *Recorder
+	etags      atomic.Int64 // cold answers with an ETag
+	workers    sync.WaitGroup
+}
+
+// startSeatMaps starts the seat-map step's workers (a quarter of the
+// connections, at least one).
+func (b *Bench) startSeatMaps(ctx context.Context) *seatMaps {
+	m := &seatMaps{
+		b: b, url: b.url("/events/%d/seats", b.sale.EventID), queue: make(chan int, len(b.fans)),
+		cold: newRecorder("GET /events/{id}/seats (the arena's seat map page, cold), each fan as its admission shows", nil),
+		warm: newRecorder("GET /events/{id}/seats again, If-None-Match (warm)", nil),
+	}
+	for range max(b.cfg.Conns/4, 1) {
+		m.workers.Go(func() {
+			for i := range m.queue {
+				if ctx.Err() == nil {
+					m.fetch(ctx, b.fans[i])
+				}
+			}
+		})
+	}
+	return m
+}
+
+// load queues fan i's seat map.
+func (m *seatMaps) load(i int) { m.queue <- i }
+
+// fetch loads one fan's seat map cold, then warm if it had an ETag.
+func (m *seatMaps) fetch(ctx context.Context, f *Fan) {
+	var etag string
+	m.cold.Time(func() string {
+		a, err := browse(ctx, m.b.client, http.MethodGet, m.url, f, nil)
+		if err == nil {
+			etag = a.Header.Get("ETag")
+		}
+		return kind(a, err, http.StatusOK)
+	})
+	if etag == "" {
+		return
+	}
+	m.etags.Add(1)
+	m.warm.Time(func() string {
+		a, err := revalidate(ctx, m.b.client, m.url, f, etag)
+		return kind(a, err, http.StatusNotModified)
+	})
+}
+
+// finish waits for the queued loads and adds the step's figures to p.
+func (m *seatMaps) finish(p *Phase) {
+	close(m.queue)
+	m.workers.Wait()
+	if m.cold.Count() == 0 {
+		p.note("seat map: no fan loaded it (no poll saw an admission)")
+		return
+	}
+	m.b.addStep(p, m.cold)
+	if m.warm.Count() > 0 {
+		m.b.addStep(p, m.warm)
+	} else {
+		p.note("seat map, warm: not measured: the seat map page has no ETag to revalidate")
+	}
 }
 
 // reportAdmissions adds the admissions per second to p: the achieved rate

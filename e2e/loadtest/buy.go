@@ -323,6 +323,17 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
 	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
 	b.soldOut = sold == b.sale.Seats
+	var last *time.Time
+	if err := b.db.Pool.QueryRow(ctx, `SELECT max(sold_at) FROM sold_seat WHERE event_id = $1`, id).Scan(&last); err != nil {
+		p.note("sell-out time: " + err.Error())
+	} else if last != nil && !b.firstAdmission.IsZero() {
+		d := last.Sub(b.firstAdmission)
+		what := "the last seat sold"
+		if !b.soldOut {
+			what = fmt.Sprintf("not sold out: %d of %d seats sold, the last", sold, b.sale.Seats)
+		}
+		p.figure("sell-out", fmt.Sprintf("%s %.1f s after the first admission", what, d.Seconds()), d.Seconds())
+	}
 	return p
 }
 

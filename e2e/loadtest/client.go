@@ -13,10 +13,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/boxoffice/boxoffice/handlers"
 )
 
-// sessionCookie is the name of boxoffice's session cookie (web/serve.go).
-const sessionCookie = "boxoffice_session"
+// sessionCookie is the name of boxoffice's session cookie.
+const sessionCookie = handlers.SessionCookie
 
 // Fan is one bench account and its logged-in session.
 type Fan struct {
@@ -61,7 +63,13 @@ func browse(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, 
 	return send(ctx, c, method, rawURL, f, form, "text/html,application/xhtml+xml")
 }
 
-func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string) (answer, error) {
+// revalidate sends a browser's GET of a page it holds a copy of: with
+// If-None-Match etag, to which the server may answer 304 Not Modified.
+func revalidate(ctx context.Context, c *http.Client, rawURL string, f *Fan, etag string) (answer, error) {
+	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "If-None-Match: "+etag)
+}
+
+func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string, headers ...string) (answer, error) {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
@@ -71,6 +79,10 @@ func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, fo
 		return answer{}, err
 	}
 	req.Header.Set("Accept", accept)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}

@@ -14,16 +14,6 @@ import (
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
-// figureValue returns the value of the phase's figure named name.
-func (p *Phase) figureValue(name string) (float64, bool) {
-	for _, f := range p.Figures {
-		if f.Name == name {
-			return f.Value, true
-		}
-	}
-	return 0, false
-}
-
 // A small sale through every phase the binary has: each phase either runs
 // or says which endpoint the binary lacks, every fan that could join did,
 // every joined fan was admitted, fans held seats, every order the fans saw

@@ -59,6 +59,16 @@ func (p *Phase) delay(name string, d DelayStats) {
 	p.Delays = append(p.Delays, Delay{Name: name, DelayStats: d})
 }
 
+// figureValue returns the value of the phase's figure named name.
+func (p *Phase) figureValue(name string) (float64, bool) {
+	for _, f := range p.Figures {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return 0, false
+}
+
 // step returns the phase's step whose name starts with prefix.
 func (p *Phase) step(prefix string) (Stats, bool) {
 	for _, s := range p.Steps {
@@ -127,7 +137,7 @@ func machine() Machine {
 	return m
 }
 
-// Target is one of issue 7's targets and what this run reached.
+// Target is one of the load test's targets and what this run reached.
 type Target struct {
 	Name string `json:"name"`
 	Want string `json:"want"`

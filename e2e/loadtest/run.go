@@ -80,6 +80,14 @@ func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 		}
 		return nil, fmt.Errorf("set-up: %w", err)
 	}
+	if cfg.Baselines {
+		// The product's own middleware in front of the smallest answer:
+		// what the binary's HTTP stack allows on this run.
+		rep.Baselines = append(rep.Baselines, httpBaseline(ctx, cfg, ui, "healthz", b.url("/healthz"))...)
+		for _, s := range rep.Baselines[len(rep.Baselines)-1-len(cfg.Rates):] {
+			ui.Logf("  %-60s %8d req %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d", s.Name, s.Requests, s.Rate, s.P50, s.P99, s.Requests-s.OK)
+		}
+	}
 	rep.Phases = append(rep.Phases, setup, b.joinStorm(ctx), b.waiting(ctx), b.buying(ctx))
 	inv, invariants := b.invariants(ctx)
 	rep.Phases = append(rep.Phases, inv)
@@ -135,9 +143,12 @@ func findPhase(r *Report, prefix string) *Phase {
 	return &Phase{Status: "did not run"}
 }
 
-// targets compares the run with issue 7's targets.
+// targets compares the run with the targets of issue 12 ("The opening at
+// machine speed"): rates as ratios to the echo ceiling of the same run, so
+// that they hold on any machine.
 func (b *Bench) targets(r *Report) []Target {
 	var out []Target
+	echo, hasEcho := baseline(r, "echo closed loop")
 	measure := func(t Target, phase, step, profile string, met func(Stats) (string, bool)) {
 		p := findPhase(r, phase)
 		if s, ok := p.step(step); ok {
@@ -150,105 +161,153 @@ func (b *Bench) targets(r *Report) []Target {
 		}
 		out = append(out, t)
 	}
-	rateAtLeast := func(want float64) func(Stats) (string, bool) {
+	// ofEcho: at least share of the echo ceiling, with no error but those
+	// that ok lets pass (lost races).
+	ofEcho := func(share float64, ok func(kind string) bool) func(Stats) (string, bool) {
 		return func(s Stats) (string, bool) {
-			errs := s.Requests - s.OK
-			return fmt.Sprintf("%.0f/s, %d errors", s.Rate, errs), s.Rate >= want && errs == 0
-		}
-	}
-	if r.Config.Mode == "bench" {
-		measure(Target{Name: "Joins, closed loop", Want: "≥ 20,000/s"}, "2.", "closed loop", "joins-closed-loop", rateAtLeast(20000))
-		measure(Target{Name: "Joins at 5,000/s offered", Want: "p99 < 50 ms"}, "2.", "open loop, 5000/s", "joins-open-loop-5000", func(s Stats) (string, bool) {
-			errs := s.Requests - s.OK
-			return fmt.Sprintf("p99 %.1f ms, %.0f/s achieved, %d errors", s.P99, s.Rate, errs), s.P99 < 50 && errs == 0
-		})
-		measure(Target{Name: "Position polls", Want: "≥ 30,000/s"}, "3.", "position polls", "polls", rateAtLeast(30000))
-		measure(Target{Name: "Holds", Want: "≥ 10,000/s"}, "4.", "POST /events/{id}/holds", "holds", func(s Stats) (string, bool) {
 			bad := 0
 			for k, n := range s.Errors {
-				if !strings.HasPrefix(k, "409 seat_taken") {
+				if ok == nil || !ok(k) {
 					bad += n
 				}
 			}
-			return fmt.Sprintf("%.0f/s (%d lost races, %d other errors)", s.Rate, s.Errors["409 seat_taken"], bad), s.Rate >= 10000 && bad == 0
-		})
-		sell := Target{Name: "A 15,000-seat arena sells out to 20,000 fans, every invariant holding", Want: "sold out, invariants hold"}
-		broken := 0
-		for _, inv := range r.Invariants {
-			if !inv.OK {
-				broken++
+			if !hasEcho {
+				return fmt.Sprintf("%.0f/s, %d errors; no echo baseline in this run", s.Rate, bad), false
 			}
+			ratio := s.Rate / echo.Rate
+			return fmt.Sprintf("%.0f/s = %.2f of the echo ceiling (%.0f/s), %d errors", s.Rate, ratio, echo.Rate, bad), ratio >= share && bad == 0
 		}
-		sold := findPhase(r, "4.")
-		for _, f := range sold.Figures {
-			if f.Name == "sold" {
-				sell.Got = f.Text
-			}
-		}
-		switch {
-		case sold.Status != "ran":
-			sell.Got = sold.Status
-		case !b.paid:
-			sell.Got = "not measured: " + strings.Join(sold.Notes, "; ")
-		default:
-			sell.Met = ptr(b.soldOut && broken == 0 && b.cfg.Fans >= 20000)
-			sell.Profile = b.profiles["checkout"]
-			sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
-		}
-		out = append(out, sell)
-		out = append(out, Target{Name: "SSE: 10,000 connections", Want: "< 40 KB of server memory each", Got: "measured by make bench-sse"})
-	} else {
-		t := Target{Name: "SSE: 10,000 connections", Want: "< 40 KB of server memory each"}
+	}
+	lostRace := func(k string) bool { return strings.HasPrefix(k, "409 seat_taken") }
+	if r.Config.Mode != "bench" {
+		t := Target{Name: "SSE at 10,000 streams", Want: "≤ 20 KB of server memory per stream"}
 		p := findPhase(r, "3.")
 		for _, f := range p.Figures {
 			if f.Name == "memory per stream" {
 				t.Got = f.Text
-				t.Met = ptr(f.Value < 40*1024 && b.streamsOpen >= 10000)
+				t.Met = ptr(f.Value <= 20*1024 && b.streamsOpen >= 10000)
 				t.Profile = b.profiles["sse-heap"]
 			}
 		}
 		if t.Got == "" {
 			t.Got = p.Status
 		}
-		out = append(out, t)
+		return append(out, t)
 	}
+	measure(Target{Name: "Joins, closed loop", Want: "≥ 0.5 of the echo ceiling"}, "2.", "closed loop", "joins-closed-loop", ofEcho(0.5, nil))
+	measure(Target{Name: "Joins at 5,000/s offered", Want: "5,000/s achieved, p99 < 50 ms"}, "2.", "open loop, 5000/s", "joins-open-loop-5000", func(s Stats) (string, bool) {
+		errs := s.Requests - s.OK
+		return fmt.Sprintf("%.0f/s achieved, p99 %.1f ms, %d errors", s.Rate, s.P99, errs), s.Rate >= 0.99*5000 && s.P99 < 50 && errs == 0
+	})
+	tenK := Target{Name: "Joins at 10,000/s offered", Want: "p99 < 200 ms where the echo ceiling allows 10,000/s"}
+	measure(tenK, "2.", "open loop, 10000/s", "joins-open-loop-10000", func(s Stats) (string, bool) {
+		errs := s.Requests - s.OK
+		return fmt.Sprintf("%.0f/s achieved, p99 %.1f ms, %d errors", s.Rate, s.P99, errs), s.P99 < 200 && errs == 0
+	})
+	if e, ok := baseline(r, "echo open loop, 10000/s"); ok && e.Rate < 0.99*10000 {
+		last := &out[len(out)-1]
+		last.Got += fmt.Sprintf("; the echo ceiling itself reached %.0f/s at 10,000/s offered (p99 %.1f ms): the target does not apply on this machine", e.Rate, e.P99)
+		last.Met = nil
+	}
+	measure(Target{Name: "Position polls", Want: "≥ 0.7 of the echo ceiling"}, "3.", "position polls", "polls", ofEcho(0.7, nil))
+	measure(Target{Name: "Holds (JSON)", Want: "≥ 0.35 of the echo ceiling"}, "4.", "POST /events/{id}/holds", "holds", ofEcho(0.35, lostRace))
+	seatMap := Target{Name: "The arena's seat map page (warm)", Want: "≥ 0.5 of the echo ceiling"}
+	if p := findPhase(r, "3."); p.Status == "ran" {
+		if _, ok := p.step("GET /events/{id}/seats again"); !ok {
+			seatMap.Got = "not measured: the seat map page has no ETag yet (the seat map cache is another part of issue 12)"
+			if s, ok := p.step("GET /events/{id}/seats"); ok {
+				got, _ := ofEcho(0.5, nil)(s)
+				seatMap.Got += "; cold: " + got + fmt.Sprintf(", p50 %.0f ms", s.P50)
+			}
+			out = append(out, seatMap)
+		} else {
+			measure(seatMap, "3.", "GET /events/{id}/seats again", "polls", ofEcho(0.5, nil))
+		}
+	} else {
+		seatMap.Got = p.Status
+		out = append(out, seatMap)
+	}
+	measure(Target{Name: "Paid orders, closed loop, whole path", Want: "≥ 300/s"}, "4.", "fans paying", "checkout", func(s Stats) (string, bool) {
+		errs := s.Requests - s.OK
+		return fmt.Sprintf("%.0f/s (order, PG, confirmation, order page), %d errors", s.Rate, errs), s.Rate >= 300 && errs == 0
+	})
+	sell := Target{Name: "Sell-out of the 15,000-seat arena to 20,000 fans", Want: "< 60 s from the first admission, every invariant holding"}
+	broken := 0
+	for _, inv := range r.Invariants {
+		if !inv.OK {
+			broken++
+		}
+	}
+	sold := findPhase(r, "4.")
+	secs, timed := sold.figureValue("sell-out")
+	switch {
+	case sold.Status != "ran":
+		sell.Got = sold.Status
+	case !b.paid || !timed:
+		sell.Got = "not measured: " + strings.Join(sold.Notes, "; ")
+	default:
+		for _, f := range sold.Figures {
+			if f.Name == "sell-out" {
+				sell.Got = f.Text
+			}
+		}
+		sell.Met = ptr(b.soldOut && secs < 60 && broken == 0 && b.cfg.Fans >= 20000)
+		sell.Profile = b.profiles["checkout"]
+		sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
+	}
+	out = append(out, sell)
+	out = append(out, Target{Name: "SSE at 10,000 streams", Want: "≤ 20 KB of server memory per stream", Got: "measured by make bench-sse"})
 	return out
 }
 
-// ratios relates boxoffice's figures to the baselines of the same run, so
-// that they compare across machines.
-func ratios(r *Report) []Ratio {
-	base := func(prefix string) (Stats, bool) {
-		for _, s := range r.Baselines {
-			if strings.HasPrefix(s.Name, prefix) {
-				return s, true
-			}
+// baseline returns the run's baseline step whose name starts with prefix.
+func baseline(r *Report, prefix string) (Stats, bool) {
+	for _, s := range r.Baselines {
+		if strings.HasPrefix(s.Name, prefix) {
+			return s, true
 		}
-		return Stats{}, false
 	}
+	return Stats{}, false
+}
+
+// ratios relates boxoffice's figures to the baselines of the same run, so
+// that they compare across machines: each against the echo ceiling and
+// against /healthz through the product's own middleware.
+func ratios(r *Report) []Ratio {
 	var out []Ratio
-	add := func(name, phase, step, baseline string, f func(s, b Stats) (float64, string)) {
+	add := func(name, phase, step, base string, f func(s, b Stats) (float64, string)) {
 		s, ok1 := findPhase(r, phase).step(step)
-		bs, ok2 := base(baseline)
+		bs, ok2 := baseline(r, base)
 		if ok1 && ok2 {
 			v, text := f(s, bs)
-			out = append(out, Ratio{Name: name, Value: v, Text: text})
+			out = append(out, Ratio{Name: name + " / " + base, Value: v, Text: text})
 		}
 	}
 	rate := func(s, b Stats) (float64, string) {
 		return s.Rate / b.Rate, fmt.Sprintf("%.0f/s over %.0f/s", s.Rate, b.Rate)
 	}
-	add("joins, closed loop / echo, closed loop", "2.", "closed loop", "echo closed loop", rate)
-	add("position polls / echo, closed loop", "3.", "position polls", "echo closed loop", rate)
-	add("holds / echo, closed loop", "4.", "POST /events/{id}/holds", "echo closed loop", rate)
-	add("joins, closed loop / Redis EVAL", "2.", "closed loop", "Redis EVAL", rate)
-	add("holds / Redis EVAL", "4.", "POST /events/{id}/holds", "Redis EVAL", rate)
-	for _, offered := range r.Config.Rates {
-		add(fmt.Sprintf("join p99 / echo p99, both at %d/s offered", offered), "2.", fmt.Sprintf("open loop, %d/s", offered), fmt.Sprintf("echo open loop, %d/s", offered),
-			func(s, b Stats) (float64, string) {
-				return s.P99 / math0(b.P99), fmt.Sprintf("%.2f ms over %.2f ms", s.P99, b.P99)
-			})
+	for _, base := range []string{"echo", "healthz"} {
+		add("joins, closed loop", "2.", "closed loop", base+" closed loop", rate)
+		add("event pages, closed loop", "2.", "GET /events/{id}", base+" closed loop", rate)
+		add("position polls", "3.", "position polls", base+" closed loop", rate)
+		add("seat map page, cold", "3.", "GET /events/{id}/seats (", base+" closed loop", rate)
+		add("seat map page, warm", "3.", "GET /events/{id}/seats again", base+" closed loop", rate)
+		add("holds", "4.", "POST /events/{id}/holds", base+" closed loop", rate)
+		for _, offered := range r.Config.Rates {
+			add(fmt.Sprintf("join p99 at %d/s offered", offered), "2.", fmt.Sprintf("open loop, %d/s", offered), fmt.Sprintf("%s open loop, %d/s", base, offered),
+				func(s, b Stats) (float64, string) {
+					return s.P99 / math0(b.P99), fmt.Sprintf("%.2f ms over %.2f ms", s.P99, b.P99)
+				})
+		}
 	}
+	if h, ok := baseline(r, "healthz closed loop"); ok {
+		if e, ok := baseline(r, "echo closed loop"); ok {
+			v, text := rate(h, e)
+			out = append(out, Ratio{Name: "healthz, closed loop / echo closed loop", Value: v, Text: text})
+		}
+	}
+	add("joins, closed loop", "2.", "closed loop", "Redis EVAL", rate)
+	add("holds", "4.", "POST /events/{id}/holds", "Redis EVAL", rate)
 	return out
 }
 

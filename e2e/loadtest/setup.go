@@ -4,8 +4,10 @@ package main
 // measures, not sign-up and log-in, so the fans' accounts and logged-in
 // sessions are written straight into the stores before the server takes
 // load: accounts with one COPY into PostgreSQL, sessions with pipelined SETs
-// into Redis in exactly the form scs (with goredisstore and its gob codec)
-// writes them at log-in. Nothing here is an endpoint of the binary, and
+// into Redis in exactly the form the binary's session store (store.Sessions,
+// scs's gob codec) writes them at log-in. The server has no copy of them
+// yet, as an instance that never saw a fan: each fan's first request reads
+// its session from Redis. Nothing here is an endpoint of the binary, and
 // nothing in the binary knows about it.
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/demo"
+	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
@@ -32,13 +35,9 @@ const benchPassword = "bench-password-not-secret"
 // fanEmail is the e-mail address of bench fan i.
 func fanEmail(i int) string { return fmt.Sprintf("fan%06d@bench.boxoffice.test", i) }
 
-// The session as handlers.startSession writes it (handlers/accounts.go,
-// handlers/middleware.go) and as web/serve.go configures scs.
-const (
-	sessionPrefix   = "session:"     // after REDIS_PREFIX (goredisstore.NewWithPrefix)
-	sessionLifetime = 24 * time.Hour // scs Lifetime
-	sessionIdle     = 4 * time.Hour  // scs IdleTimeout
-)
+// sessionPrefix is what the session store puts after REDIS_PREFIX
+// (store.NewSessions).
+const sessionPrefix = "session:"
 
 // Sale is the event the bench sells and what it needs to know of it.
 type Sale struct {
@@ -137,17 +136,15 @@ func createFans(ctx context.Context, db *store.DB, n int) ([]*Fan, error) {
 }
 
 // writeSessions gives each fan a logged-in session, written into Redis as
-// scs writes one after handlers.startSession: key REDIS_PREFIX+"session:"+
-// token (goredisstore), value scs.GobCodec's encoding of the deadline and
-// the values account_id (int64), email, name, role and sid (the random
-// session key that entry tokens are bound to), expiring when scs would let
-// it (the idle timeout, sooner than the lifetime). The token is 32 random
-// bytes, base64url, as scs makes them. role is boxoffice.RoleFan or
-// RoleAdmin; the name shown is the e-mail address.
+// the session store writes one after handlers.startSession: key
+// REDIS_PREFIX+"session:"+token (store.Sessions), value scs.GobCodec's
+// encoding of the deadline and the values account_id (int64), email, name,
+// role and sid (the random session key that entry tokens are bound to),
+// expiring at the deadline (handlers.SessionLifetime from now). The token
+// is 32 random bytes, base64url, as scs makes them. role is
+// boxoffice.RoleFan or RoleAdmin; the name shown is the e-mail address.
 func writeSessions(ctx context.Context, rdb *redis.Client, prefix string, fans []*Fan, role string) error {
-	now := time.Now()
-	deadline := now.Add(sessionLifetime)
-	expiry := min(sessionIdle, sessionLifetime)
+	deadline := time.Now().Add(handlers.SessionLifetime)
 	const batch = 1000
 	for start := 0; start < len(fans); start += batch {
 		p := rdb.Pipeline()
@@ -167,7 +164,7 @@ func writeSessions(ctx context.Context, rdb *redis.Client, prefix string, fans [
 			if err != nil {
 				return fmt.Errorf("encode session: %w", err)
 			}
-			p.Set(ctx, prefix+sessionPrefix+token, b, expiry)
+			p.Set(ctx, prefix+sessionPrefix+token, b, handlers.SessionLifetime)
 			f.Cookie = sessionCookie + "=" + token
 		}
 		if _, err := p.Exec(ctx); err != nil {
