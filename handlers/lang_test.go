@@ -295,30 +295,51 @@ func checkPageLangs(t *testing.T, c *client, path string) {
 
 // The waiting room's live fragments come in each fan's language: the hub
 // renders a fragment once per distinct state and language, never one
-// language for everyone.
+// language for everyone. Fans admitted in one batch are in the same state
+// at the same tick, so only the language tells their fragments apart; the
+// two Korean fans get the same fragment.
 func TestLang_StreamFragments(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t, inKorean)
 	ev := app.openEvent(t)
 	path := fmt.Sprintf("/events/%d/queue", ev.ID)
-	koFan, _ := app.newAccount(t, "stream-ko@example.com", boxoffice.RoleFan)
-	enFan, _ := app.newAccount(t, "stream-en@example.com", boxoffice.RoleFan)
-	wantStatus(t, enFan.do("POST", "/lang", url.Values{"lang": {"en"}}), http.StatusSeeOther)
-	for _, c := range []*client{koFan, enFan} {
-		wantStatus(t, c.do("POST", path, url.Values{}), http.StatusSeeOther)
-	}
-	for c, lang := range map[*client]string{koFan: views.Korean, enFan: views.English} {
-		_, ch := stream(t, c, ev.ID)
-		e := next(t, ch)
+	langs := []string{views.Korean, views.English, views.Korean}
+	other := map[string]string{views.Korean: views.English, views.English: views.Korean}
+	check := func(i int, e sseEvent, name string, id boxoffice.MsgID) {
+		t.Helper()
 		d := fragment(t, e)
-		if got, want := strings.TrimSpace(d.Find(".queue-figures small").First().Text()), views.In(lang, boxoffice.M("queue_position")); e.name != "position" || got != want {
-			t.Errorf("%s fan's fragment %q: %q, want %q", lang, e.name, got, want)
-		}
 		text := pageText(d)
-		for _, s := range sentences(map[string]string{views.Korean: views.English, views.English: views.Korean}[lang]) {
+		if want := views.In(langs[i], boxoffice.M(id)); e.name != name || !strings.Contains(text, want) {
+			t.Errorf("fan %d (%s): %q fragment %q, want %q holding %q", i, langs[i], e.name, text, name, want)
+		}
+		for _, s := range sentences(other[langs[i]]) {
 			if strings.Contains(text, s) {
-				t.Errorf("%s fan's fragment holds %q", lang, s)
+				t.Errorf("fan %d (%s): fragment holds %q", i, langs[i], s)
 			}
 		}
+	}
+	streams := make([]<-chan sseEvent, len(langs))
+	for i, lang := range langs {
+		c, _ := app.newAccount(t, fmt.Sprintf("stream-%d@example.com", i), boxoffice.RoleFan)
+		if lang == views.English {
+			wantStatus(t, c.do("POST", "/lang", url.Values{"lang": {"en"}}), http.StatusSeeOther)
+		}
+		wantStatus(t, c.do("POST", path, url.Values{}), http.StatusSeeOther)
+		_, streams[i] = stream(t, c, ev.ID)
+		check(i, next(t, streams[i]), "position", "queue_position")
+	}
+
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: len(langs)})
+	admitted := make([]string, len(langs))
+	for i, ch := range streams {
+		e := next(t, ch)
+		for e.name == "position" {
+			e = next(t, ch)
+		}
+		check(i, e, "admitted", "queue_admitted_lead")
+		admitted[i] = e.data
+	}
+	if admitted[0] != admitted[2] {
+		t.Errorf("two Korean fans admitted at one tick got different fragments:\n%s\n%s", admitted[0], admitted[2])
 	}
 }

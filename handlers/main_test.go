@@ -47,7 +47,7 @@ type testApp struct {
 // the options applied before its routes are built. Rate limits are off
 // unless an option (withRateLimits) turns them on: most tests sign many
 // accounts up from one address.
-func newTestApp(t *testing.T, options ...func(*handlers.Server)) *testApp {
+func newTestApp(t testing.TB, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
 	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t), options...)
 }
@@ -59,14 +59,14 @@ func withRateLimits(s *handlers.Server) {
 
 // newTestAppOn is newTestApp on the given stores (a private server's, for
 // outage tests).
-func newTestAppOn(t *testing.T, db *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
+func newTestAppOn(t testing.TB, db *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
 	return newTestAppPG(t, db, db, rdb, options...)
 }
 
 // newTestAppPG is newTestAppOn with the sandbox PG's state in pgDB, a
 // database that may outlive db's outages.
-func newTestAppPG(t *testing.T, db, pgDB *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
+func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ...func(*handlers.Server)) *testApp {
 	t.Helper()
 	registry := prometheus.NewRegistry()
 	sessionStore, err := store.NewSessions(rdb.Client, rdb.Prefix, 0, registry)

@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,16 +18,27 @@ import (
 )
 
 // streamHeartbeat is how often an idle SSE stream gets a comment, so that
-// proxies and browsers keep it open.
+// proxies and browsers keep it open, and so that a stream whose browser
+// went away is noticed (the write fails) and let go.
 const streamHeartbeat = 15 * time.Second
 
-// queueHub fans the waiting room's positions out to this instance's SSE
-// clients. While an event has clients, one goroutine per event wakes each
-// admission tick, reads every client's position with one Queue.Positions
-// call (one Redis round trip, however many clients), renders each distinct
-// fragment once per language (fans in the same state share it: the sold
-// out or paused line, the admitted), and hands each client its fragment.
-// The goroutine ends at the first tick without clients, or on s.Stopping.
+// streamWriteTimeout bounds each write to a stream: a browser that reads
+// nothing for that long is let go (EventSource reconnects by itself).
+const streamWriteTimeout = time.Second
+
+// queueHub serves the waiting room's streams of this instance. A stream's
+// request takes over its connection (http.Hijacker) once the fan is known,
+// hands it to the hub and returns, so that an open stream costs no
+// goroutine and none of net/http's per-connection buffers: only the
+// connection and a small queueFan (issue 12: at most 20 KB per stream at
+// 10,000 streams). While an event has streams, one goroutine per event wakes
+// each admission tick, reads every fan's position with one Queue.Positions
+// call (one Redis round trip, however many fans), renders each distinct
+// fragment once per language (fans in the same state and language share its
+// bytes: the sold out or paused line, the admitted), and writes it to the
+// fans it belongs to. The goroutine ends
+// at the first tick without streams; on s.Stopping it tells every browser
+// to reconnect in a second and closes the streams.
 type queueHub struct {
 	s *Server
 
@@ -33,26 +46,18 @@ type queueHub struct {
 	events map[int64]map[*queueFan]struct{} // fans by event; an entry means its goroutine runs
 }
 
-// queueFan is one SSE client: an account, its session's place in line and
-// its language, and the latest fragment not yet sent (a buffer of one: a
-// slow client skips to the newest).
+// queueFan is one open stream: the fan's account, its place as the place
+// cookie had it, its language (one of views.Langs) and the connection.
 type queueFan struct {
 	account int64
 	place   queuePlace
 	lang    string
-	updates chan queueUpdate
+	conn    net.Conn
 }
 
-// queueUpdate is a fan's fragment at a tick: the SSE event's name
-// ("position" or "admitted"), the rendered state, and whether it is final.
-type queueUpdate struct {
-	name  string
-	data  string
-	final bool
-}
-
-// fragmentKey is what a waiting-room fragment depends on besides the event:
-// fans with equal keys get the same fragment, rendered once.
+// fragmentKey is what a waiting-room fragment depends on besides the event
+// (the same for every fan of one push): fans with equal keys get the same
+// bytes, rendered once.
 type fragmentKey struct {
 	lang            string
 	status          string
@@ -66,12 +71,15 @@ func newQueueHub(s *Server) *queueHub {
 	return &queueHub{s: s, events: map[int64]map[*queueFan]struct{}{}}
 }
 
-// join adds a client of the event, starting the event's goroutine if none
-// runs.
-func (h *queueHub) join(eventID, account int64, place queuePlace, lang string) *queueFan {
-	f := &queueFan{account: account, place: place, lang: lang, updates: make(chan queueUpdate, 1)}
+// join adds a stream of the event, starting the event's goroutine if none
+// runs. It returns false when the server is stopping (the stream is not
+// taken).
+func (h *queueHub) join(eventID int64, f *queueFan) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.s.Stopping.Err() != nil {
+		return false
+	}
 	fans, ok := h.events[eventID]
 	if !ok {
 		fans = map[*queueFan]struct{}{}
@@ -79,14 +87,15 @@ func (h *queueHub) join(eventID, account int64, place queuePlace, lang string) *
 		go h.run(eventID)
 	}
 	fans[f] = struct{}{}
-	return f
+	return true
 }
 
-// leave removes a client.
+// leave removes a stream and closes its connection.
 func (h *queueHub) leave(eventID int64, f *queueFan) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	delete(h.events[eventID], f)
+	h.mu.Unlock()
+	f.conn.Close()
 }
 
 // tick returns the length of a tick.
@@ -97,12 +106,29 @@ func (h *queueHub) tick() time.Duration {
 	return boxoffice.DefaultAdmissionTick
 }
 
+// fans returns the event's streams, or nil (and forgets the event, whose
+// goroutine then ends) when there are none.
+func (h *queueHub) fans(eventID int64) []*queueFan {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	fans := make([]*queueFan, 0, len(h.events[eventID]))
+	for f := range h.events[eventID] {
+		fans = append(fans, f)
+	}
+	if len(fans) == 0 {
+		delete(h.events, eventID)
+	}
+	return fans
+}
+
 // run pushes the event's positions once per tick, a quarter tick after the
 // tick's start, when the admitter (which starts at the tick) has usually
-// admitted its batch.
+// admitted its batch, and a heartbeat to every stream every
+// streamHeartbeat.
 func (h *queueHub) run(eventID int64) {
 	every := h.tick()
 	stopping := h.s.Stopping
+	beat := time.Now().Add(streamHeartbeat)
 	for {
 		now := time.Now()
 		next := time.UnixMilli(boxoffice.TickIndex(now, every) * every.Milliseconds()).Add(every / 4)
@@ -113,31 +139,43 @@ func (h *queueHub) run(eventID int64) {
 		select {
 		case <-stopping.Done():
 			t.Stop()
-			h.mu.Lock()
-			delete(h.events, eventID)
-			h.mu.Unlock()
+			h.stop(eventID)
 			return
 		case <-t.C:
 		}
-		h.mu.Lock()
-		fans := make([]*queueFan, 0, len(h.events[eventID]))
-		for f := range h.events[eventID] {
-			fans = append(fans, f)
-		}
+		fans := h.fans(eventID)
 		if len(fans) == 0 {
-			delete(h.events, eventID)
-			h.mu.Unlock()
 			return
 		}
-		h.mu.Unlock()
+		if time.Now().After(beat) {
+			for _, f := range fans {
+				h.write(eventID, f, []byte(": keep-alive\n\n"))
+			}
+			beat = time.Now().Add(streamHeartbeat)
+		}
 		h.push(stopping, eventID, fans)
 	}
 }
 
-// push reads the positions of fans (one Redis round trip), renders each
-// distinct fragment once per language and hands each fan its own. A failed
-// read is logged and skipped: the fans keep their last fragment and the
-// next tick tries again.
+// stop tells the event's browsers to reconnect in a second (EventSource
+// does), to this instance's successor or another, and closes the streams.
+func (h *queueHub) stop(eventID int64) {
+	h.mu.Lock()
+	fans := h.events[eventID]
+	delete(h.events, eventID)
+	h.mu.Unlock()
+	for f := range fans {
+		f.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		io.WriteString(f.conn, "retry: 1000\n\n")
+		f.conn.Close()
+	}
+}
+
+// push reads the positions of fans (one Redis round trip) and writes each
+// fan its fragment, rendering each distinct one once per language. A
+// failed read is
+// logged and skipped: the fans keep their last fragment and the next
+// tick tries again.
 func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 	e, err := h.s.LiveEvents.Event(ctx, eventID)
 	if err != nil {
@@ -145,9 +183,10 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 		return
 	}
 	var positions map[int64]boxoffice.QueuePosition
-	now := h.s.Now()
-	closed := !e.QueueOpen(now)
-	if !closed {
+	closed := error(nil)
+	if now := h.s.Now(); !e.QueueOpen(now) {
+		closed = queueNotOpen(e, now)
+	} else {
 		epochs := make(map[int64]string, len(fans))
 		for _, f := range fans {
 			if epochs[f.account] == "" {
@@ -161,69 +200,75 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 			return
 		}
 	}
-	rendered := map[fragmentKey]queueUpdate{}
+	rendered := map[fragmentKey][]byte{}
 	for _, f := range fans {
-		var v views.QueueView
-		if closed {
-			v, err = h.s.queueView(e, boxoffice.QueuePosition{}, queueNotOpen(e, now), f.place)
-		} else {
-			v, err = h.s.queueView(e, positions[f.account], nil, f.place)
-		}
+		v, err := h.s.queueView(e, positions[f.account], closed, f.place)
 		if err != nil {
+			h.leave(eventID, f)
 			continue
 		}
 		key := fragmentKey{f.lang, v.Status, v.Position, v.Ahead, v.ETA, v.Paused, v.Progress}
-		u, ok := rendered[key]
+		msg, ok := rendered[key]
 		if !ok {
-			if u, err = renderQueueUpdate(ctx, v, f.lang); err != nil {
+			if msg, err = fragmentEvent(ctx, v, f.lang); err != nil {
 				h.s.Logger.Error("queue stream: render", "event", eventID, "err", err)
 				return
 			}
-			rendered[key] = u
+			rendered[key] = msg
 		}
-		f.send(u)
+		if h.write(eventID, f, msg) && v.Final() {
+			h.leave(eventID, f)
+		}
 	}
 }
 
-// renderQueueUpdate renders the waiting room's state v in lang as an SSE
-// event: "admitted" for an admitted fan, "position" otherwise.
-func renderQueueUpdate(ctx context.Context, v views.QueueView, lang string) (queueUpdate, error) {
-	var buf bytes.Buffer
-	if err := views.QueueState(v).Render(boxoffice.NewContextWithLang(ctx, lang), &buf); err != nil {
-		return queueUpdate{}, fmt.Errorf("render queue state: %w", err)
+// write writes msg to the fan's stream, and lets the stream go when that
+// fails (the browser went away, or reads nothing). It reports whether the
+// write succeeded.
+func (h *queueHub) write(eventID int64, f *queueFan, msg []byte) bool {
+	f.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := f.conn.Write(msg); err != nil {
+		h.leave(eventID, f)
+		return false
 	}
-	u := queueUpdate{name: "position", data: buf.String(), final: v.Final()}
+	return true
+}
+
+// fragmentEvent renders the waiting room's state fragment of v in lang as
+// a server-sent event: "position", or "admitted" (a fragment that leads to
+// the seat map), and after a final state the "close" event (the page's
+// sse-close), each line of data as a "data:" field (WHATWG HTML,
+// "Server-sent events").
+func fragmentEvent(ctx context.Context, v views.QueueView, lang string) ([]byte, error) {
+	var frag bytes.Buffer
+	if err := views.QueueState(v).Render(boxoffice.NewContextWithLang(ctx, lang), &frag); err != nil {
+		return nil, fmt.Errorf("render queue state: %w", err)
+	}
+	name := "position"
 	if v.Status == boxoffice.QueueAdmitted {
-		u.name = "admitted"
+		name = "admitted"
 	}
-	return u, nil
-}
-
-// send replaces the fan's pending update with u. Only the event's
-// goroutine sends, so the second attempt always finds room.
-func (f *queueFan) send(u queueUpdate) {
-	select {
-	case f.updates <- u:
-		return
-	default:
+	var b bytes.Buffer
+	b.WriteString("event: " + name + "\n")
+	for line := range strings.Lines(frag.String()) {
+		b.WriteString("data: " + strings.TrimRight(line, "\r\n") + "\n")
 	}
-	select {
-	case <-f.updates:
-	default:
+	b.WriteString("\n")
+	if v.Final() {
+		b.WriteString("event: close\ndata: end\n\n")
 	}
-	select {
-	case f.updates <- u:
-	default:
-	}
+	return b.Bytes(), nil
 }
 
 // handleQueueStream handles GET /events/:id/queue/stream: a text/event-stream
 // of the fan's waiting-room fragment, event "position" at every tick, then
 // "admitted" (a fragment that leads to the seat map) or another final state,
-// then "close" (the page's sse-close) and the end of the stream. It also ends
-// when the client goes or the server shuts down (s.Stopping), and sends a
-// comment every streamHeartbeat. It never writes to the session: the
-// headers, and with them any session cookie, are sent first.
+// then "close" (the page's sse-close) and the end of the stream (queueHub).
+// It answers the headers itself on the connection it takes over, with
+// Connection: close (the stream ends with the connection), and never writes
+// to the session. Opening a stream costs no Redis round trip in the steady
+// state: the positions are read once per tick for all of an instance's
+// fans.
 func (s *Server) handleQueueStream(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
@@ -233,58 +278,33 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	if _, err := s.liveEvent(ctx, id); err != nil {
 		return err
 	}
-	fan := s.queueHub.join(id, boxoffice.AccountFromContext(ctx).ID, s.queuePlace(c), views.Lang(ctx))
-	defer s.queueHub.leave(id, fan)
+	// the language as views.Langs spells it: the request's may be cut from
+	// its Cookie header, which the fan would then keep for the stream's life
+	lang := views.Langs[slices.Index(views.Langs, views.Lang(ctx))]
+	fan := &queueFan{account: boxoffice.AccountFromContext(ctx).ID, place: s.queuePlace(c), lang: lang}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/event-stream")
+	h.Set(echo.HeaderCacheControl, "no-cache")
+	h.Set("X-Accel-Buffering", "no") // no buffering in nginx
+	h.Set(echo.HeaderConnection, "close")
+	var head bytes.Buffer
+	head.WriteString("HTTP/1.1 200 OK\r\n")
+	h.Write(&head)
+	head.WriteString("\r\n")
 
-	w := c.Response()
-	w.Header().Set(echo.HeaderContentType, "text/event-stream")
-	w.Header().Set(echo.HeaderCacheControl, "no-cache")
-	w.Header().Set("X-Accel-Buffering", "no") // no buffering in nginx
-	w.WriteHeader(http.StatusOK)
-	w.Flush()
-
-	heartbeat := time.NewTicker(streamHeartbeat)
-	defer heartbeat.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-s.Stopping.Done():
-			// Shutting down: tell the browser to reconnect in a second
-			// (EventSource does), to this instance's successor or another.
-			io.WriteString(w, "retry: 1000\n\n")
-			w.Flush()
-			return nil
-		case <-heartbeat.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil {
-				return nil
-			}
-			w.Flush()
-		case u := <-fan.updates:
-			if err := writeEvent(w, u.name, u.data); err != nil {
-				return nil
-			}
-			if u.final {
-				writeEvent(w, "close", "end")
-				return nil
-			}
-		}
+	conn, _, err := http.NewResponseController(c.Response().Writer).Hijack()
+	if err != nil {
+		return fmt.Errorf("queue stream: take over the connection: %w", err)
 	}
-}
-
-// writeEvent writes one server-sent event and flushes it: the event's
-// name, then each line of data as a "data:" field (WHATWG HTML, "Server-sent
-// events").
-func writeEvent(w *echo.Response, name, data string) error {
-	var b strings.Builder
-	b.WriteString("event: " + name + "\n")
-	for line := range strings.Lines(data) {
-		b.WriteString("data: " + strings.TrimRight(line, "\r\n") + "\n")
+	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	if _, err := conn.Write(head.Bytes()); err != nil {
+		conn.Close()
+		return nil
 	}
-	b.WriteString("\n")
-	if _, err := io.WriteString(w, b.String()); err != nil {
-		return err
+	fan.conn = conn
+	if !s.queueHub.join(id, fan) {
+		io.WriteString(conn, "retry: 1000\n\n")
+		conn.Close()
 	}
-	w.Flush()
 	return nil
 }

@@ -25,7 +25,7 @@ import (
 
 // newEvent creates a venue of 20 seats and an event on it whose queue opens
 // at opens and whose sale ends at ends, published unless draft.
-func (a *testApp) newEvent(t *testing.T, opens, ends time.Time, draft bool) *boxoffice.Event {
+func (a *testApp) newEvent(t testing.TB, opens, ends time.Time, draft bool) *boxoffice.Event {
 	t.Helper()
 	ctx := context.Background()
 	seats, err := boxoffice.GenerateSeats([]boxoffice.SectionSpec{{Name: "A", Rows: 2, SeatsPerRow: 10, Grade: "R"}})
@@ -60,7 +60,7 @@ func (a *testApp) newEvent(t *testing.T, opens, ends time.Time, draft bool) *box
 }
 
 // openEvent is an on-sale event whose queue is open.
-func (a *testApp) openEvent(t *testing.T) *boxoffice.Event {
+func (a *testApp) openEvent(t testing.TB) *boxoffice.Event {
 	return a.newEvent(t, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), false)
 }
 
