@@ -19,18 +19,17 @@ func eventID(c echo.Context) (int64, error) {
 var errNoEvent = boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_event")
 
 // handleEvent handles GET /events/:id: the event with its grades, prices and
-// seats left per grade (JSON as CONTRACT.md says). Drafts are not shown.
+// seats left per grade (JSON as CONTRACT.md says), from the short-lived copy
+// (a second old at most): every fan opens it before joining, at the opening
+// of a sale. Drafts are not shown.
 func (s *Server) handleEvent(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.Events.FindEventByID(c.Request().Context(), id)
+	e, err := s.liveEvent(c.Request().Context(), id)
 	if err != nil {
 		return err
-	}
-	if e.Status == boxoffice.EventDraft && !boxoffice.AccountFromContext(c.Request().Context()).IsAdmin() {
-		return errNoEvent
 	}
 	if wantsJSON(c) {
 		lang := views.Lang(c.Request().Context())

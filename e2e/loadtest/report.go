@@ -93,6 +93,8 @@ type Report struct {
 	// PeakRSS is the server's largest resident set over the run (VmHWM).
 	PeakRSS  int64             `json:"server_peak_rss_bytes"`
 	Profiles map[string]string `json:"profiles,omitempty"`
+	// SessionCopies is the server's session-copy metrics at the end.
+	SessionCopies string `json:"session_copies,omitempty"`
 }
 
 // Machine describes where the numbers were measured.
@@ -267,6 +269,10 @@ func markdown(r *Report) string {
 	w("")
 	w("Peak resident set of the server over the run (VmHWM): %.1f MiB.", mib(r.PeakRSS))
 	w("")
+	if r.SessionCopies != "" {
+		w("Sessions from the in-process copy over the run (the server's metrics): %s.", r.SessionCopies)
+		w("")
+	}
 	missed := false
 	for _, t := range r.Targets {
 		if t.Top != "" {

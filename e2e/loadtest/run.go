@@ -114,6 +114,9 @@ func (b *Bench) finish(ctx context.Context, rep *Report) error {
 		}
 	}
 	rep.Seconds = time.Since(rep.StartedAt).Seconds()
+	if b.srv != nil {
+		rep.SessionCopies = b.sessionCopies(ctx)
+	}
 	cerr := b.close(context.WithoutCancel(ctx))
 	md, err := writeReport(b.cfg.Out, rep)
 	if err != nil {
@@ -478,6 +481,26 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 		p.note(fmt.Sprintf("streams without their admission: %v", after))
 	}
 	return p
+}
+
+// sessionCopies says how the server's in-process copy of sessions did over
+// the run, from its /metrics: hits (no round trip), misses (read from
+// Redis), evictions and drops of every copy (by reason).
+func (b *Bench) sessionCopies(ctx context.Context) string {
+	a, err := call(ctx, b.client, "GET", b.url("/metrics"), nil, nil)
+	if err != nil {
+		return "not read: " + err.Error()
+	}
+	var parts []string
+	for _, line := range strings.Split(string(a.Body), "\n") {
+		if strings.HasPrefix(line, "boxoffice_session_copy") {
+			parts = append(parts, strings.TrimPrefix(line, "boxoffice_session_copy"))
+		}
+	}
+	if len(parts) == 0 {
+		return "not measured: the binary has no session copies"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // goMem is the server's Go memory as /metrics reports it.
