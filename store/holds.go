@@ -23,8 +23,8 @@ var _ boxoffice.HoldService = (*Holds)(nil)
 var holdLua embed.FS
 
 var (
-	holdScript        = loadScript(holdLua, "lua/hold.lua")
-	holdReleaseScript = loadScript(holdLua, "lua/hold_release.lua")
+	holdScript        = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
+	holdReleaseScript = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_release.lua")
 	holdExtendScript  = loadScript(holdLua, "lua/hold_extend.lua")
 	holdSoldScript    = loadScript(holdLua, "lua/hold_sold.lua")
 	holdMineScript    = loadScript(holdLua, "lua/hold_mine.lua")
@@ -32,12 +32,18 @@ var (
 	holdReleaseOrder  = loadScript(holdLua, "lua/hold_release_order.lua")
 )
 
-func loadScript(fsys embed.FS, name string) *redis.Script {
-	b, err := fsys.ReadFile(name)
-	if err != nil {
-		panic(fmt.Sprintf("embedded script %s: %v", name, err))
+// loadScript returns the script made of the embedded files names, in order
+// (a file of functions, then the script that calls them).
+func loadScript(fsys embed.FS, names ...string) *redis.Script {
+	var src strings.Builder
+	for _, name := range names {
+		b, err := fsys.ReadFile(name)
+		if err != nil {
+			panic(fmt.Sprintf("embedded script %s: %v", name, err))
+		}
+		src.Write(b)
 	}
-	return redis.NewScript(string(b))
+	return redis.NewScript(src.String())
 }
 
 // DefaultSoldCacheTTL is how long Redis's copy of an event's sold seats and

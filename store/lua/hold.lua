@@ -25,18 +25,10 @@
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
-if ARGV[5] ~= '' then
-  local entry = redis.call('GET', KEYS[8])
-  if not entry then
-    if redis.call('ZSCORE', KEYS[9], ARGV[1]) then
-      return {'no_entry', 'expired'}
-    end
-    return {'no_entry', 'none'}
-  end
-  local bar = string.find(entry, '|', 1, true)
-  if not bar or string.sub(entry, bar + 1) ~= ARGV[5] then
-    return {'no_entry', 'other_session'}
-  end
+-- entry_refusal and prune_holds come from hold_shopper.lua.
+local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
+if refusal then
+  return {'no_entry', refusal}
 end
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {'rebuild'}
@@ -46,14 +38,8 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local first_label = 10
 
--- The account's count follows expiry and sales with no sweeper: drop its
--- ended holds and those of seats sold since (at most limit entries remain).
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', '(' .. now)
-for _, label in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-  if redis.call('SISMEMBER', KEYS[2], label) == 1 then
-    redis.call('ZREM', KEYS[4], label)
-  end
-end
+-- At most limit entries remain.
+prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local taken, new = {}, {}

@@ -10,18 +10,10 @@
 -- {label, expiry, ...} of the account's live holds after the call}, outcome
 -- 'released' when the hold was the account's and ended, 'not_held'
 -- otherwise (then only a stale entry of the account's own zset may go).
-if ARGV[3] ~= '' then
-  local entry = redis.call('GET', KEYS[5])
-  if not entry then
-    if redis.call('ZSCORE', KEYS[6], ARGV[1]) then
-      return {'no_entry', 'expired'}
-    end
-    return {'no_entry', 'none'}
-  end
-  local bar = string.find(entry, '|', 1, true)
-  if not bar or string.sub(entry, bar + 1) ~= ARGV[3] then
-    return {'no_entry', 'other_session'}
-  end
+-- entry_refusal and prune_holds come from hold_shopper.lua.
+local refusal = entry_refusal(KEYS[5], KEYS[6], ARGV[1], ARGV[3])
+if refusal then
+  return {'no_entry', refusal}
 end
 local outcome = 'not_held'
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -34,10 +26,5 @@ redis.call('ZREM', KEYS[2], ARGV[2])
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. now)
-for _, label in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
-  if redis.call('SISMEMBER', KEYS[7], label) == 1 then
-    redis.call('ZREM', KEYS[2], label)
-  end
-end
+prune_holds(KEYS[2], KEYS[7], now)
 return {outcome, now, tonumber(redis.call('HGET', KEYS[8], ARGV[1]) or '0'), redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')}
