@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -396,7 +397,9 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 		var pos position
 		if k == kindOK && json.Unmarshal(a.Body, &pos) == nil && pos.Status == "admitted" && seen[i].CompareAndSwap(0, time.Now().UnixNano()) {
 			remaining.Add(-1)
-			maps.load(i)
+			if rand.Float64() < b.cfg.AdmittedMapShare {
+				maps.load(i)
+			}
 		}
 		return k
 	}
@@ -469,9 +472,9 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	return p
 }
 
-// seatMaps is the waiting phase's seat-map step: each polling fan loads the
-// seat map page as a browser does the moment its poll shows it admitted, so
-// at the admission rate: cold (no copy of the page), then warm (If-None-Match
+// seatMaps is the waiting phase's seat-map step: each polling fan (a share
+// of them: -admitted-map-share) loads the seat map page as a browser does
+// the moment its poll shows it admitted, so at the admission rate: cold (no copy of the page), then warm (If-None-Match
 // with the page's ETag, when it has one). The loads run on workers of their
 // own beside the polls, as fans' browsers do.
 type seatMaps struct {

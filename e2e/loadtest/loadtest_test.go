@@ -31,7 +31,7 @@ func TestBench_Smoke(t *testing.T) {
 	cfg := Config{
 		Mode: "bench", Binary: bin, Out: dir, Fans: 100, Conns: 16, Rates: []int{400}, OpenDuration: 200 * time.Millisecond,
 		MaxInFlight: 1000, AdmitRate: 2000, AdmissionTick: 100 * time.Millisecond, WaitTimeout: 15 * time.Second,
-		StreamSample: 10, SeatMapShare: 0, SeatMapRefresh: time.Second, HoldRetries: 8, BuyTimeout: 15 * time.Second,
+		StreamSample: 10, SeatMapShare: 0, AdmittedMapShare: 0.05, SeatMapRefresh: time.Second, HoldRetries: 8, BuyTimeout: 15 * time.Second,
 		DatabaseURL: storetest.DatabaseURL(), RedisURL: storetest.RedisURL(),
 	}
 	ui := &UI{Out: testWriter{t}, Report: io.Discard}

@@ -66,6 +66,7 @@ type Config struct {
 	WaitTimeout      time.Duration `json:"wait_timeout"`
 	StreamSample     int           `json:"sse_sample"`
 	SeatMapShare     float64       `json:"seat_map_share"`
+	AdmittedMapShare float64       `json:"admitted_map_share"`
 	SeatMapRefresh   time.Duration `json:"seat_map_refresh"`
 	HoldRetries      int           `json:"hold_retries"`
 	BuyTimeout       time.Duration `json:"buy_timeout"`
@@ -98,6 +99,7 @@ func main() {
 	fs.DurationVar(&cfg.WaitTimeout, "wait-timeout", 2*time.Minute, "longest waiting phase")
 	fs.IntVar(&cfg.StreamSample, "sse-sample", 500, "fans that follow the SSE stream in the waiting phase (the others poll)")
 	fs.Float64Var(&cfg.SeatMapShare, "seat-map-share", 0.01, "share of fans that load the whole seat map before holding (the others choose from a shared, refreshed copy)")
+	fs.Float64Var(&cfg.AdmittedMapShare, "admitted-map-share", 1, "waiting phase: share of the polling fans that load the seat map page the moment they see their admission (1: all, as browsers do)")
 	fs.DurationVar(&cfg.SeatMapRefresh, "seat-map-refresh", time.Second, "how often the shared copy of the seat map is reloaded")
 	fs.IntVar(&cfg.HoldRetries, "hold-retries", 8, "how often a fan who lost a race tries other seats")
 	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 6*time.Minute, "longest holding-and-buying phase (fans hold first, then pay: keep it near the event's 5-minute hold TTL)")
