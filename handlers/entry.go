@@ -54,8 +54,9 @@ func (s *Server) entryFirst(c echo.Context, sh boxoffice.Shopper, refused error)
 }
 
 // handleEntry handles GET /events/:id/entry: how long the session's entry
-// lasts (one round trip, which checks it), as JSON {"ttl_ms": n}, a sentence for htmx
-// (the waiting room shows it to an admitted fan), or a page.
+// lasts (one round trip, which checks it), as JSON {"ttl_ms": n}, a
+// sentence for htmx (the waiting room shows it to an admitted fan), or a
+// page.
 func (s *Server) handleEntry(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
