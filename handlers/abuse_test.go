@@ -323,7 +323,7 @@ func TestWebhook_Forged(t *testing.T) {
 	if n := app.queryInt(t, `SELECT count(*) FROM sold_seat`); n != 0 {
 		t.Errorf("%d seats sold, want none", n)
 	}
-	if p, err := app.PG.GetPayment(context.Background(), key); err != nil || p.Status == payment.StatusDone {
+	if p, err := app.PG.GetPayment(context.Background(), key); err != nil || p.Status == boxoffice.PaymentStatusDone {
 		t.Errorf("the PG's payment %+v (%v), want it never confirmed (no money taken)", p, err)
 	}
 }
@@ -389,6 +389,6 @@ func TestCheckout_BrowserValuesIgnored(t *testing.T) {
 	}
 	waitFor(t, "the 1-won payment refunded", func() bool {
 		p, err := app.PG.GetPayment(context.Background(), paymentKeyOf(t, success))
-		return err == nil && p.Status == payment.StatusCanceled
+		return err == nil && p.Status == boxoffice.PaymentStatusCanceled
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
 	qrcode "github.com/skip2/go-qrcode"
@@ -55,9 +54,9 @@ func (s *Server) ownOrder(c echo.Context) (*boxoffice.Order, error) {
 }
 
 // ownOrderByID is ownOrder for an id from anywhere; one that is not an order
-// id's shape (payment.ValidOrderID) is not looked up.
+// id's shape (boxoffice.ValidOrderID) is not looked up.
 func (s *Server) ownOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
-	if !payment.ValidOrderID(id) {
+	if !boxoffice.ValidOrderID(id) {
 		return nil, errNoOrder
 	}
 	o, err := s.Orders.FindOrderByID(ctx, id)

@@ -296,7 +296,7 @@ func TestPaymentSuccess_Tampered(t *testing.T) {
 	}
 	u, _ := url.Parse(success)
 	p, err := app.PG.GetPayment(context.Background(), u.Query().Get("paymentKey"))
-	if err != nil || p.Status != payment.StatusInProgress {
+	if err != nil || p.Status != boxoffice.PaymentStatusInProgress {
 		t.Errorf("PG payment %+v (%v), want IN_PROGRESS: never confirmed", p, err)
 	}
 	wantStatus(t, c.do("GET", "/payments/success?orderId="+o.OrderID+"&paymentKey=x&amount=lots", nil), http.StatusBadRequest)
@@ -309,11 +309,11 @@ func TestWebhook(t *testing.T) {
 	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioWebhookNever)
 	u, _ := url.Parse(success)
 	key := u.Query().Get("paymentKey")
-	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, o.Amount); err != nil {
+	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, boxoffice.Money{Amount: o.Amount, Currency: o.Currency}); err != nil {
 		t.Fatal(err)
 	}
 	// A payment the PG has for an order that is not ours.
-	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL("not-our-order", 1000, "Other", app.Orders.SuccessURL, app.Orders.FailURL)}, "pay", payment.ScenarioWebhookNever)
+	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "not-our-order", Amount: boxoffice.Money{Amount: 1000, Currency: "KRW"}, OrderName: "Other", SuccessURL: app.Orders.SuccessURL, FailURL: app.Orders.FailURL})}, "pay", payment.ScenarioWebhookNever)
 	su, _ := url.Parse(strange)
 
 	event := func(key, orderID string) string {
@@ -369,7 +369,7 @@ func TestWebhook_PostgresDown(t *testing.T) {
 	unblock := blockDatabase(t, appDB)
 	// The redirect never made it; the PG confirms (the money moves) and
 	// sends its webhook, which finds PostgreSQL down.
-	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, o.Amount); err != nil {
+	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, boxoffice.Money{Amount: o.Amount, Currency: o.Currency}); err != nil {
 		t.Fatal(err)
 	}
 	var attempts int

@@ -38,7 +38,7 @@ func (s *Server) handlePaymentSuccess(c echo.Context) error {
 	q := c.Request().URL.Query()
 	orderID, paymentKey := q.Get("orderId"), q.Get("paymentKey")
 	amount, err := strconv.ParseInt(q.Get("amount"), 10, 64)
-	if err != nil || amount <= 0 || !payment.ValidOrderID(orderID) || !payment.ValidPaymentKey(paymentKey) {
+	if err != nil || amount <= 0 || !boxoffice.ValidOrderID(orderID) || !boxoffice.ValidPaymentKey(paymentKey) {
 		return errBadPaymentLink
 	}
 	conf, err := s.Orders.Confirm(c.Request().Context(), orderID, paymentKey, &amount)

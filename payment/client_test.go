@@ -1,6 +1,8 @@
 package payment_test
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +18,7 @@ import (
 func TestClient_CheckoutURL(t *testing.T) {
 	for _, base := range []string{"http://127.0.0.1:8080/sandbox-pg", "http://127.0.0.1:8080/sandbox-pg/"} {
 		c := payment.Client{BaseURL: base}
-		raw := c.CheckoutURL("order_A-1", 154000, "R석 2매 & more", "https://x.example/s?a=1", "https://x.example/f")
+		raw := c.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "order_A-1", Amount: won(154000), OrderName: "R석 2매 & more", SuccessURL: "https://x.example/s?a=1", FailURL: "https://x.example/f"})
 		u, err := url.Parse(raw)
 		if err != nil {
 			t.Fatalf("CheckoutURL %q: %v", raw, err)
@@ -24,7 +26,7 @@ func TestClient_CheckoutURL(t *testing.T) {
 		if u.Path != "/sandbox-pg/checkout" {
 			t.Errorf("path %q, want /sandbox-pg/checkout", u.Path)
 		}
-		want := url.Values{"orderId": {"order_A-1"}, "amount": {"154000"}, "orderName": {"R석 2매 & more"},
+		want := url.Values{"orderId": {"order_A-1"}, "amount": {"154000"}, "currency": {"KRW"}, "orderName": {"R석 2매 & more"},
 			"successUrl": {"https://x.example/s?a=1"}, "failUrl": {"https://x.example/f"}}
 		if got := u.Query(); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("query %v, want %v", got, want)
@@ -39,14 +41,14 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 		name      string
 		status    int
 		body      string
-		code      string // "" when the answer is not an *APIError
+		code      string // "" when the answer is not an *boxoffice.PGError
 		temporary bool
 	}{
 		{"ProxyPage", http.StatusBadGateway, "<html>502 Bad Gateway</html>", "", true},
-		{"ProviderError", http.StatusBadRequest, `{"code":"PROVIDER_ERROR","message":"temporary"}`, payment.CodeProviderError, true},
+		{"ProviderError", http.StatusBadRequest, `{"code":"PROVIDER_ERROR","message":"temporary"}`, boxoffice.PGProviderError, true},
 		{"ServerError", http.StatusInternalServerError, `{"code":"FAILED_INTERNAL_SYSTEM_PROCESSING","message":"x"}`, "FAILED_INTERNAL_SYSTEM_PROCESSING", true},
 		{"TooManyRequests", http.StatusTooManyRequests, `{"code":"TOO_MANY_REQUESTS","message":"x"}`, "TOO_MANY_REQUESTS", true},
-		{"StoppedCard", http.StatusBadRequest, `{"code":"INVALID_STOPPED_CARD","message":"x"}`, payment.CodeInvalidStoppedCard, false},
+		{"StoppedCard", http.StatusBadRequest, `{"code":"INVALID_STOPPED_CARD","message":"x"}`, boxoffice.PGInvalidStoppedCard, false},
 		{"UnreadablePayment", http.StatusOK, `{"paymentKey":`, "", true},
 	}
 	for _, tt := range tests {
@@ -57,19 +59,19 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 			}))
 			defer srv.Close()
 			c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
-			p, err := c.Confirm(context.Background(), "pk", "order-1", 1000)
+			p, err := c.Confirm(context.Background(), "pk", "order-1", won(1000))
 			if p != nil || err == nil {
 				t.Fatalf("Confirm = %+v, %v; want an error", p, err)
 			}
-			var apiErr *payment.APIError
+			var apiErr *boxoffice.PGError
 			if isAPI := errors.As(err, &apiErr); isAPI != (tt.status != http.StatusOK) {
-				t.Fatalf("error %v: *APIError %v, want %v", err, isAPI, tt.status != http.StatusOK)
+				t.Fatalf("error %v: *boxoffice.PGError %v, want %v", err, isAPI, tt.status != http.StatusOK)
 			}
 			if apiErr != nil && (apiErr.Status != tt.status || apiErr.Code != tt.code) {
-				t.Fatalf("APIError %+v, want status %d code %q", apiErr, tt.status, tt.code)
+				t.Fatalf("boxoffice.PGError %+v, want status %d code %q", apiErr, tt.status, tt.code)
 			}
-			if got := payment.IsTemporary(err); got != tt.temporary {
-				t.Fatalf("IsTemporary(%v) = %v, want %v", err, got, tt.temporary)
+			if got := boxoffice.IsPGTemporary(err); got != tt.temporary {
+				t.Fatalf("boxoffice.IsPGTemporary(%v) = %v, want %v", err, got, tt.temporary)
 			}
 		})
 	}
@@ -78,7 +80,7 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 		srv.Close()
 		c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
 		_, err := c.GetPayment(context.Background(), "pk")
-		if err == nil || !payment.IsTemporary(err) || payment.IsCode(err, "") {
+		if err == nil || !boxoffice.IsPGTemporary(err) || boxoffice.IsPGCode(err, "") {
 			t.Fatalf("GetPayment against a closed server: %v; want a temporary, non-API error", err)
 		}
 	})
@@ -87,7 +89,7 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_, err := h.client.GetPayment(ctx, "pk")
-		if !errors.Is(err, context.Canceled) || !payment.IsTemporary(err) {
+		if !errors.Is(err, context.Canceled) || !boxoffice.IsPGTemporary(err) {
 			t.Fatalf("GetPayment with a cancelled context: %v; want context.Canceled, temporary", err)
 		}
 	})
@@ -106,9 +108,9 @@ func TestClient_ConfirmIdempotencyKey(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
-	longOrder, longKey := strings.Repeat("o", 64), strings.Repeat("k", payment.MaxPaymentKeyLen)
+	longOrder, longKey := strings.Repeat("o", 64), strings.Repeat("k", boxoffice.MaxPaymentKeyLen)
 	for _, call := range [][2]string{{"pk", "order-Z"}, {"pk", "order-Z"}, {"pk", "order-Y"}, {"pk2", "order-Z"}, {longKey, longOrder}} {
-		c.Confirm(context.Background(), call[0], call[1], 1000)
+		c.Confirm(context.Background(), call[0], call[1], won(1000))
 	}
 	if len(keys) != 5 || keys[0] == "" || keys[1] != keys[0] {
 		t.Fatalf("keys %q: want the same non-empty key for a repeat", keys)
@@ -127,15 +129,15 @@ func TestIsTemporary(t *testing.T) {
 		want bool
 	}{
 		{nil, false},
-		{&payment.APIError{Status: 400, Code: payment.CodeAlreadyProcessedPayment}, false},
-		{&payment.APIError{Status: 404, Code: payment.CodeNotFoundPayment}, false},
-		{&payment.APIError{Status: 400, Code: payment.CodeProviderError}, true},
-		{fmt.Errorf("confirm: %w", &payment.APIError{Status: 503}), true},
+		{&boxoffice.PGError{Status: 400, Code: boxoffice.PGAlreadyProcessedPayment}, false},
+		{&boxoffice.PGError{Status: 404, Code: boxoffice.PGNotFoundPayment}, false},
+		{&boxoffice.PGError{Status: 400, Code: boxoffice.PGProviderError}, true},
+		{fmt.Errorf("confirm: %w", &boxoffice.PGError{Status: 503}), true},
 		{errors.New("connection reset"), true},
 	}
 	for _, tt := range tests {
-		if got := payment.IsTemporary(tt.err); got != tt.want {
-			t.Errorf("IsTemporary(%v) = %v, want %v", tt.err, got, tt.want)
+		if got := boxoffice.IsPGTemporary(tt.err); got != tt.want {
+			t.Errorf("boxoffice.IsPGTemporary(%v) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }

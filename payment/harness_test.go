@@ -1,6 +1,8 @@
 package payment_test
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -213,9 +215,9 @@ func (a apiAnswer) code() string {
 	return e.Code
 }
 
-func (a apiAnswer) payment(t *testing.T) *payment.Payment {
+func (a apiAnswer) payment(t *testing.T) *boxoffice.Payment {
 	t.Helper()
-	var p payment.Payment
+	var p boxoffice.Payment
 	if err := json.Unmarshal(a.body, &p); err != nil {
 		t.Fatalf("decode payment %s: %v", a.body, err)
 	}
@@ -260,6 +262,9 @@ func confirmBody(paymentKey, orderID string, amount int64) map[string]any {
 }
 
 // amountOf reads the redirect's amount.
+// won returns an amount in KRW, the sandbox's currency.
+func won(amount int64) boxoffice.Money { return boxoffice.Money{Amount: amount, Currency: "KRW"} }
+
 func amountOf(t *testing.T, q url.Values) int64 {
 	t.Helper()
 	n, err := strconv.ParseInt(q.Get("amount"), 10, 64)
@@ -269,15 +274,15 @@ func amountOf(t *testing.T, q url.Values) int64 {
 	return n
 }
 
-// wantAPIError checks that err is an *APIError with this status and code.
+// wantAPIError checks that err is an *boxoffice.PGError with this status and code.
 func wantAPIError(t *testing.T, err error, status int, code string) {
 	t.Helper()
-	var apiErr *payment.APIError
+	var apiErr *boxoffice.PGError
 	if !errors.As(err, &apiErr) {
-		t.Fatalf("error %v (%T), want *APIError %d %s", err, err, status, code)
+		t.Fatalf("error %v (%T), want *boxoffice.PGError %d %s", err, err, status, code)
 	}
 	if apiErr.Status != status || apiErr.Code != code {
-		t.Fatalf("APIError %d %s (%s), want %d %s", apiErr.Status, apiErr.Code, apiErr.Message, status, code)
+		t.Fatalf("boxoffice.PGError %d %s (%s), want %d %s", apiErr.Status, apiErr.Code, apiErr.Message, status, code)
 	}
 }
 
@@ -285,7 +290,7 @@ func wantAPIError(t *testing.T, err error, status int, code string) {
 func statuses(evs []received) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
-		out[i] = e.event.Data.Status
+		out[i] = string(e.event.Data.Status)
 	}
 	return out
 }

@@ -1,6 +1,8 @@
 package payment
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"context"
 	"crypto/rand"
 	"errors"
@@ -258,7 +260,7 @@ func (s *Sandbox) parseCheckout(v url.Values, withAction bool) (checkoutForm, []
 		scenario:   v.Get("scenario"),
 	}
 	var bad []string
-	if !ValidOrderID(f.orderID) {
+	if !boxoffice.ValidOrderID(f.orderID) {
 		bad = append(bad, "orderId")
 	}
 	amount, err := strconv.ParseInt(v.Get("amount"), 10, 64)
@@ -340,7 +342,7 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 	}
 	if f.action == "decline" {
 		http.Redirect(w, r, withQuery(f.failURL, url.Values{
-			"code":    {CodePayProcessCanceled},
+			"code":    {boxoffice.PGPayProcessCanceled},
 			"message": {"Payment has been canceled by the customer."},
 			"orderId": {f.orderID},
 		}), http.StatusSeeOther)
@@ -364,7 +366,7 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 		_, err := tx.Exec(r.Context(), `INSERT INTO sandbox_pg_payment
 			(payment_key, order_id, order_name, status, total_amount, balance_amount, scenario, requested_at)
 			VALUES ($1, $2, $3, $4, $5, $5, $6, $7)`,
-			paymentKey, f.orderID, f.orderName, StatusInProgress, amount, f.scenario, s.now())
+			paymentKey, f.orderID, f.orderName, boxoffice.PaymentStatusInProgress, amount, f.scenario, s.now())
 		if err != nil {
 			return fmt.Errorf("insert payment: %w", err)
 		}

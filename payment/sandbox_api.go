@@ -1,6 +1,8 @@
 package payment
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -26,8 +28,8 @@ type apiAnswer struct {
 // commit). An error is a failure of the sandbox itself (500).
 type apiOp func(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []int64, error)
 
-func paymentAnswer(p *Payment) apiAnswer {
-	b, _ := json.Marshal(p) // a Payment always encodes
+func paymentAnswer(p *boxoffice.Payment) apiAnswer {
+	b, _ := json.Marshal(p) // a boxoffice.Payment always encodes
 	return apiAnswer{status: http.StatusOK, body: b}
 }
 
@@ -46,12 +48,12 @@ func writeAnswer(w http.ResponseWriter, a apiAnswer) {
 
 // Answers the sandbox gives in several places, with Toss's codes and English messages.
 var (
-	answerUnauthorized = errorAnswer(http.StatusUnauthorized, CodeUnauthorizedKey, "Unauthorized secret key or client key.")
-	answerNotFound     = errorAnswer(http.StatusNotFound, CodeNotFoundPayment, "Payment not found.")
+	answerUnauthorized = errorAnswer(http.StatusUnauthorized, boxoffice.PGUnauthorizedKey, "Unauthorized secret key or client key.")
+	answerNotFound     = errorAnswer(http.StatusNotFound, boxoffice.PGNotFoundPayment, "Payment not found.")
 )
 
 func answerInvalid(message string) apiAnswer {
-	return errorAnswer(http.StatusBadRequest, CodeInvalidRequest, message)
+	return errorAnswer(http.StatusBadRequest, boxoffice.PGInvalidRequest, message)
 }
 
 // maxIdempotencyKey is Toss's limit on an Idempotency-Key
@@ -135,9 +137,9 @@ const paymentColumns = `payment_key, order_id, order_name, status, total_amount,
 	requested_at, approved_at, cancels, failure_code, failure_message, scenario`
 
 // scanPayment reads a sandbox_pg_payment row (paymentColumns) as Toss's
-// Payment object, and the payment's scenario.
-func scanPayment(row pgx.Row) (*Payment, string, error) {
-	var p Payment
+// boxoffice.Payment object, and the payment's scenario.
+func scanPayment(row pgx.Row) (*boxoffice.Payment, string, error) {
+	var p boxoffice.Payment
 	var approvedAt *time.Time
 	var failureCode, failureMessage, scenario string
 	err := row.Scan(&p.PaymentKey, &p.OrderID, &p.OrderName, &p.Status, &p.TotalAmount, &p.BalanceAmount,
@@ -158,7 +160,7 @@ func scanPayment(row pgx.Row) (*Payment, string, error) {
 		p.Cancels[i].CanceledAt = p.Cancels[i].CanceledAt.In(kst)
 	}
 	if failureCode != "" {
-		p.Failure = &Failure{Code: failureCode, Message: failureMessage}
+		p.Failure = &boxoffice.PaymentFailure{Code: failureCode, Message: failureMessage}
 	}
 	return &p, scenario, nil
 }
@@ -195,7 +197,7 @@ func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID st
 			last_transaction_key = $8
 		WHERE payment_key = $1 AND order_id = $2 AND total_amount = $3 AND status = 'IN_PROGRESS'
 		RETURNING `+paymentColumns,
-		paymentKey, orderID, amount, ScenarioRejectCard, s.now(), CodeInvalidRejectCard, rejectCardMessage, rand.Text()))
+		paymentKey, orderID, amount, ScenarioRejectCard, s.now(), boxoffice.PGInvalidRejectCard, rejectCardMessage, rand.Text()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.confirmRefused(ctx, tx, paymentKey, orderID, amount)
 	} else if err != nil {
@@ -205,8 +207,8 @@ func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID st
 	if err != nil {
 		return apiAnswer{}, nil, err
 	}
-	if p.Status == StatusAborted {
-		return errorAnswer(http.StatusBadRequest, CodeInvalidRejectCard, rejectCardMessage), deliveries, nil
+	if p.Status == boxoffice.PaymentStatusAborted {
+		return errorAnswer(http.StatusBadRequest, boxoffice.PGInvalidRejectCard, rejectCardMessage), deliveries, nil
 	}
 	return paymentAnswer(p), deliveries, nil
 }
@@ -226,12 +228,12 @@ func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, ord
 	case gotOrderID != orderID || gotAmount != amount:
 		return answerInvalid("orderId or amount does not match the payment."), nil, nil
 	}
-	return errorAnswer(http.StatusBadRequest, CodeAlreadyProcessedPayment, "This is a payment that has already been processed."), nil, nil
+	return errorAnswer(http.StatusBadRequest, boxoffice.PGAlreadyProcessedPayment, "This is a payment that has already been processed."), nil, nil
 }
 
 // getPaymentAPI handles GET /v1/payments/{paymentKey}
 // (docs.tosspayments.com/reference#paymentkey로-결제-조회): 200 and the
-// Payment, or 404 NOT_FOUND_PAYMENT.
+// boxoffice.Payment, or 404 NOT_FOUND_PAYMENT.
 func (s *Sandbox) getPaymentAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []int64, error) {
 	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg_payment WHERE payment_key = $1`, r.PathValue("paymentKey"))
 }
@@ -295,17 +297,17 @@ func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, bod
 
 // cancelRefused says why cancel changed nothing (see confirmRefused).
 func (s *Sandbox) cancelRefused(ctx context.Context, tx pgx.Tx, paymentKey string) (apiAnswer, []int64, error) {
-	var status string
+	var status boxoffice.PaymentStatus
 	err := tx.QueryRow(ctx, `SELECT status FROM sandbox_pg_payment WHERE payment_key = $1`, paymentKey).Scan(&status)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return answerNotFound, nil, nil
 	case err != nil:
 		return apiAnswer{}, nil, fmt.Errorf("look up payment: %w", err)
-	case status == StatusCanceled:
-		return errorAnswer(http.StatusBadRequest, CodeAlreadyCanceledPayment, "This is a previously canceled payment."), nil, nil
-	case status == StatusDone:
-		return errorAnswer(http.StatusForbidden, CodeNotCancelableAmount, "The sandbox PG refunds the whole balance only."), nil, nil
+	case status == boxoffice.PaymentStatusCanceled:
+		return errorAnswer(http.StatusBadRequest, boxoffice.PGAlreadyCanceledPayment, "This is a previously canceled payment."), nil, nil
+	case status == boxoffice.PaymentStatusDone:
+		return errorAnswer(http.StatusForbidden, boxoffice.PGNotCancelableAmount, "The sandbox PG refunds the whole balance only."), nil, nil
 	}
-	return errorAnswer(http.StatusForbidden, CodeNotCancelablePayment, "This payment cannot be canceled."), nil, nil
+	return errorAnswer(http.StatusForbidden, boxoffice.PGNotCancelablePayment, "This payment cannot be canceled."), nil, nil
 }

@@ -1,6 +1,8 @@
 package payment_test
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -54,7 +56,7 @@ func TestNewSandbox(t *testing.T) {
 func TestSandbox_CheckoutPage(t *testing.T) {
 	h := newHarness(t)
 	t.Run("OK", func(t *testing.T) {
-		checkout := h.client.CheckoutURL("order-page-1", 1234500, "Concert <R>, 2 seats", successURL, failURL)
+		checkout := h.client.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "order-page-1", Amount: won(1234500), OrderName: "Concert <R>, 2 seats", SuccessURL: successURL, FailURL: failURL})
 		resp, err := h.browser.Get(checkout)
 		if err != nil {
 			t.Fatalf("GET %s: %v", checkout, err)
@@ -108,7 +110,7 @@ func TestSandbox_CheckoutPage(t *testing.T) {
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
-		checkout := h.client.CheckoutURL("short", 0, "", "/relative", "ftp://example.com/x")
+		checkout := h.client.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "short", Amount: won(0), OrderName: "", SuccessURL: "/relative", FailURL: "ftp://example.com/x"})
 		resp, err := h.browser.Get(checkout)
 		if err != nil {
 			t.Fatalf("GET: %v", err)
@@ -147,7 +149,7 @@ func TestSandbox_Checkout(t *testing.T) {
 		if err != nil {
 			t.Fatalf("GetPayment: %v", err)
 		}
-		if p.Status != payment.StatusInProgress || p.TotalAmount != 50000 || p.BalanceAmount != 50000 ||
+		if p.Status != boxoffice.PaymentStatusInProgress || p.TotalAmount != 50000 || p.BalanceAmount != 50000 ||
 			p.OrderID != "order-pay-1" || p.OrderName != "Concert, 2 seats" || p.Currency != "KRW" || p.ApprovedAt != nil {
 			t.Fatalf("payment %+v, want IN_PROGRESS for 50000 KRW, not approved", p)
 		}
@@ -169,11 +171,11 @@ func TestSandbox_Checkout(t *testing.T) {
 		loc, _ := url.Parse(resp.Header.Get("Location"))
 		q := loc.Query()
 		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc.String(), failURL+"?") ||
-			q.Get("code") != payment.CodePayProcessCanceled || q.Get("orderId") != "order-decline-1" || q.Get("message") == "" {
+			q.Get("code") != boxoffice.PGPayProcessCanceled || q.Get("orderId") != "order-decline-1" || q.Get("message") == "" {
 			t.Fatalf("status %d Location %q, want 303 to failUrl with code PAY_PROCESS_CANCELED, message, orderId", resp.StatusCode, loc)
 		}
 		_, err := h.client.GetPaymentByOrderID(context.Background(), "order-decline-1")
-		wantAPIError(t, err, http.StatusNotFound, payment.CodeNotFoundPayment)
+		wantAPIError(t, err, http.StatusNotFound, boxoffice.PGNotFoundPayment)
 	})
 	invalid := []struct {
 		name, field, value string
@@ -254,7 +256,7 @@ func TestSandbox_Authentication(t *testing.T) {
 		for name, cred := range credentials {
 			t.Run(name+r.method+strings.ReplaceAll(r.path, "/", "_"), func(t *testing.T) {
 				a := h.callAs(t, cred, r.method, r.path, "", confirmBody(key, "order-auth-1", 1000))
-				if a.status != http.StatusUnauthorized || a.code() != payment.CodeUnauthorizedKey {
+				if a.status != http.StatusUnauthorized || a.code() != boxoffice.PGUnauthorizedKey {
 					t.Fatalf("answer %d %s, want 401 UNAUTHORIZED_KEY", a.status, a.body)
 				}
 			})
@@ -264,11 +266,11 @@ func TestSandbox_Authentication(t *testing.T) {
 		c := *h.client
 		c.SecretKey = "test_sk_wrong"
 		_, err := c.GetPayment(context.Background(), key)
-		wantAPIError(t, err, http.StatusUnauthorized, payment.CodeUnauthorizedKey)
-		if payment.IsTemporary(err) {
-			t.Errorf("IsTemporary(UNAUTHORIZED_KEY) = true, want false")
+		wantAPIError(t, err, http.StatusUnauthorized, boxoffice.PGUnauthorizedKey)
+		if boxoffice.IsPGTemporary(err) {
+			t.Errorf("boxoffice.IsPGTemporary(UNAUTHORIZED_KEY) = true, want false")
 		}
-		if p, _ := h.client.GetPayment(context.Background(), key); p.Status != payment.StatusInProgress {
+		if p, _ := h.client.GetPayment(context.Background(), key); p.Status != boxoffice.PaymentStatusInProgress {
 			t.Errorf("status after refused calls %s, want IN_PROGRESS", p.Status)
 		}
 	})
@@ -281,12 +283,12 @@ func TestSandbox_Confirm(t *testing.T) {
 	ctx := context.Background()
 	t.Run("OK", func(t *testing.T) {
 		q := h.pay(t, "order-confirm-1", 77000, "")
-		p, err := h.client.Confirm(ctx, q.Get("paymentKey"), "order-confirm-1", 77000)
+		p, err := h.client.Confirm(ctx, q.Get("paymentKey"), "order-confirm-1", won(77000))
 		if err != nil {
 			t.Fatalf("Confirm: %v", err)
 		}
 		want := time.Date(2026, 3, 1, 10, 2, 3, 0, time.FixedZone("", 9*3600))
-		if p.Status != payment.StatusDone || p.TotalAmount != 77000 || p.BalanceAmount != 77000 ||
+		if p.Status != boxoffice.PaymentStatusDone || p.TotalAmount != 77000 || p.BalanceAmount != 77000 ||
 			p.ApprovedAt == nil || !p.ApprovedAt.Equal(want) || p.PaymentKey != q.Get("paymentKey") {
 			t.Fatalf("confirmed payment %+v, want DONE for 77000 approved at %v", p, want)
 		}
@@ -294,7 +296,7 @@ func TestSandbox_Confirm(t *testing.T) {
 			t.Errorf("approvedAt %s, want Toss's form 2026-03-01T10:02:03+09:00", got)
 		}
 		got, err := h.client.GetPayment(ctx, p.PaymentKey)
-		if err != nil || got.Status != payment.StatusDone {
+		if err != nil || got.Status != boxoffice.PaymentStatusDone {
 			t.Fatalf("GetPayment after confirm: %+v, %v; want DONE", got, err)
 		}
 	})
@@ -306,12 +308,12 @@ func TestSandbox_Confirm(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"WrongAmount", confirmBody(key, "order-confirm-2", 29999), 400, payment.CodeInvalidRequest},
-		{"WrongOrderID", confirmBody(key, "order-confirm-3", 30000), 400, payment.CodeInvalidRequest},
-		{"UnknownKey", confirmBody("tsbxUNKNOWN", "order-confirm-2", 30000), 404, payment.CodeNotFoundPayment},
-		{"NoAmount", map[string]any{"paymentKey": key, "orderId": "order-confirm-2"}, 400, payment.CodeInvalidRequest},
-		{"AmountAsText", map[string]any{"paymentKey": key, "orderId": "order-confirm-2", "amount": "30000"}, 400, payment.CodeInvalidRequest},
-		{"NotJSON", "paymentKey=" + key, 400, payment.CodeInvalidRequest},
+		{"WrongAmount", confirmBody(key, "order-confirm-2", 29999), 400, boxoffice.PGInvalidRequest},
+		{"WrongOrderID", confirmBody(key, "order-confirm-3", 30000), 400, boxoffice.PGInvalidRequest},
+		{"UnknownKey", confirmBody("tsbxUNKNOWN", "order-confirm-2", 30000), 404, boxoffice.PGNotFoundPayment},
+		{"NoAmount", map[string]any{"paymentKey": key, "orderId": "order-confirm-2"}, 400, boxoffice.PGInvalidRequest},
+		{"AmountAsText", map[string]any{"paymentKey": key, "orderId": "order-confirm-2", "amount": "30000"}, 400, boxoffice.PGInvalidRequest},
+		{"NotJSON", "paymentKey=" + key, 400, boxoffice.PGInvalidRequest},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {
@@ -323,7 +325,7 @@ func TestSandbox_Confirm(t *testing.T) {
 	}
 	t.Run("RefusalsChangeNothing", func(t *testing.T) {
 		p, err := h.client.GetPayment(ctx, key)
-		if err != nil || p.Status != payment.StatusInProgress {
+		if err != nil || p.Status != boxoffice.PaymentStatusInProgress {
 			t.Fatalf("payment %+v, %v; want still IN_PROGRESS", p, err)
 		}
 	})
@@ -332,12 +334,12 @@ func TestSandbox_Confirm(t *testing.T) {
 			t.Fatalf("first confirm %d %s, want 200", a.status, a.body)
 		}
 		a := h.call(t, http.MethodPost, "/v1/payments/confirm", "", confirmBody(key, "order-confirm-2", 30000))
-		if a.status != 400 || a.code() != payment.CodeAlreadyProcessedPayment {
+		if a.status != 400 || a.code() != boxoffice.PGAlreadyProcessedPayment {
 			t.Fatalf("second confirm %d %s, want 400 ALREADY_PROCESSED_PAYMENT", a.status, a.body)
 		}
-		_, err := h.client.Confirm(ctx, key, "order-confirm-2", 30000)
-		wantAPIError(t, err, 400, payment.CodeAlreadyProcessedPayment)
-		if !payment.IsCode(err, payment.CodeAlreadyProcessedPayment) || payment.IsTemporary(err) {
+		_, err := h.client.Confirm(ctx, key, "order-confirm-2", won(30000))
+		wantAPIError(t, err, 400, boxoffice.PGAlreadyProcessedPayment)
+		if !boxoffice.IsPGCode(err, boxoffice.PGAlreadyProcessedPayment) || boxoffice.IsPGTemporary(err) {
 			t.Errorf("IsCode/IsTemporary wrong for %v", err)
 		}
 	})
@@ -365,14 +367,14 @@ func TestSandbox_LookUp(t *testing.T) {
 	})
 	t.Run("UnknownKey", func(t *testing.T) {
 		_, err := h.client.GetPayment(ctx, "tsbx-no-such/key")
-		wantAPIError(t, err, http.StatusNotFound, payment.CodeNotFoundPayment)
-		if !payment.IsCode(err, payment.CodeNotFoundPayment) || payment.IsTemporary(err) {
+		wantAPIError(t, err, http.StatusNotFound, boxoffice.PGNotFoundPayment)
+		if !boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment) || boxoffice.IsPGTemporary(err) {
 			t.Errorf("IsCode/IsTemporary wrong for %v", err)
 		}
 	})
 	t.Run("UnknownOrder", func(t *testing.T) {
 		_, err := h.client.GetPaymentByOrderID(ctx, "order-lookup-none")
-		wantAPIError(t, err, http.StatusNotFound, payment.CodeNotFoundPayment)
+		wantAPIError(t, err, http.StatusNotFound, boxoffice.PGNotFoundPayment)
 	})
 }
 
@@ -382,18 +384,18 @@ func TestSandbox_Cancel(t *testing.T) {
 	confirmed := func(t *testing.T, orderID string, amount int64) string {
 		t.Helper()
 		key := h.pay(t, orderID, amount, "").Get("paymentKey")
-		if _, err := h.client.Confirm(ctx, key, orderID, amount); err != nil {
+		if _, err := h.client.Confirm(ctx, key, orderID, won(amount)); err != nil {
 			t.Fatalf("Confirm: %v", err)
 		}
 		return key
 	}
 	t.Run("OK", func(t *testing.T) {
 		key := confirmed(t, "order-cancel-1", 45000)
-		p, err := h.client.Cancel(ctx, key, "Seat sold to another buyer")
+		p, err := h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "Seat sold to another buyer"})
 		if err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		if p.Status != payment.StatusCanceled || p.BalanceAmount != 0 || p.TotalAmount != 45000 || len(p.Cancels) != 1 {
+		if p.Status != boxoffice.PaymentStatusCanceled || p.BalanceAmount != 0 || p.TotalAmount != 45000 || len(p.Cancels) != 1 {
 			t.Fatalf("cancelled payment %+v, want CANCELED with balance 0 and one cancel", p)
 		}
 		c := p.Cancels[0]
@@ -402,11 +404,11 @@ func TestSandbox_Cancel(t *testing.T) {
 			t.Fatalf("cancel entry %+v", c)
 		}
 		got, err := h.client.GetPayment(ctx, key)
-		if err != nil || got.Status != payment.StatusCanceled || len(got.Cancels) != 1 || got.Cancels[0].CancelAmount != 45000 {
+		if err != nil || got.Status != boxoffice.PaymentStatusCanceled || len(got.Cancels) != 1 || got.Cancels[0].CancelAmount != 45000 {
 			t.Fatalf("GetPayment after cancel: %+v, %v", got, err)
 		}
 		again := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "again"})
-		if again.status != 400 || again.code() != payment.CodeAlreadyCanceledPayment {
+		if again.status != 400 || again.code() != boxoffice.PGAlreadyCanceledPayment {
 			t.Fatalf("second cancel %d %s, want 400 ALREADY_CANCELED_PAYMENT", again.status, again.body)
 		}
 		h.sb.Wait()
@@ -417,26 +419,36 @@ func TestSandbox_Cancel(t *testing.T) {
 	})
 	t.Run("NotConfirmed", func(t *testing.T) {
 		key := h.pay(t, "order-cancel-2", 1000, "").Get("paymentKey")
-		_, err := h.client.Cancel(ctx, key, "changed my mind")
-		wantAPIError(t, err, http.StatusForbidden, payment.CodeNotCancelablePayment)
+		_, err := h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "changed my mind"})
+		wantAPIError(t, err, http.StatusForbidden, boxoffice.PGNotCancelablePayment)
 	})
 	t.Run("Unknown", func(t *testing.T) {
-		_, err := h.client.Cancel(ctx, "tsbxUNKNOWN", "why")
-		wantAPIError(t, err, http.StatusNotFound, payment.CodeNotFoundPayment)
+		_, err := h.client.Cancel(ctx, "tsbxUNKNOWN", boxoffice.CancelRequest{Reason: "why"})
+		wantAPIError(t, err, http.StatusNotFound, boxoffice.PGNotFoundPayment)
 	})
 	t.Run("NoReason", func(t *testing.T) {
 		key := confirmed(t, "order-cancel-3", 1000)
-		_, err := h.client.Cancel(ctx, key, "")
-		wantAPIError(t, err, http.StatusBadRequest, payment.CodeInvalidRequest)
+		a := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": ""})
+		if a.status != http.StatusBadRequest || a.code() != boxoffice.PGInvalidRequest {
+			t.Fatalf("cancel without a reason %d %s, want 400 INVALID_REQUEST", a.status, a.body)
+		}
+		// The client refuses it before any call.
+		_, err := h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: ""})
+		if boxoffice.ErrorCode(err) != boxoffice.EBADREQUEST {
+			t.Fatalf("Cancel without a reason: %v, want EBADREQUEST", err)
+		}
+		if p, _ := h.client.GetPayment(ctx, key); p.Status != boxoffice.PaymentStatusDone {
+			t.Fatalf("status %s after a refused cancel, want DONE", p.Status)
+		}
 	})
 	t.Run("PartialAmount", func(t *testing.T) {
 		key := confirmed(t, "order-cancel-4", 3000)
 		a := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "one seat", "cancelAmount": 1000})
-		if a.status != http.StatusForbidden || a.code() != payment.CodeNotCancelableAmount {
+		if a.status != http.StatusForbidden || a.code() != boxoffice.PGNotCancelableAmount {
 			t.Fatalf("partial cancel %d %s, want 403 NOT_CANCELABLE_AMOUNT", a.status, a.body)
 		}
 		a = h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "all", "cancelAmount": 3000})
-		if a.status != http.StatusOK || a.payment(t).Status != payment.StatusCanceled {
+		if a.status != http.StatusOK || a.payment(t).Status != boxoffice.PaymentStatusCanceled {
 			t.Fatalf("cancel of the whole balance %d %s, want 200 CANCELED", a.status, a.body)
 		}
 	})
@@ -450,7 +462,7 @@ func TestSandbox_Cancel(t *testing.T) {
 			if n := countAnswers(answers, 200, ""); n != 1 {
 				t.Fatalf("round %d: %d cancels succeeded, want 1", round, n)
 			}
-			if n := countAnswers(answers, 400, payment.CodeAlreadyCanceledPayment); n != 99 {
+			if n := countAnswers(answers, 400, boxoffice.PGAlreadyCanceledPayment); n != 99 {
 				t.Fatalf("round %d: %d ALREADY_CANCELED_PAYMENT, want 99", round, n)
 			}
 			p, _ := h.client.GetPayment(ctx, key)
@@ -492,7 +504,7 @@ func TestSandbox_ConcurrentConfirm(t *testing.T) {
 			if n := countAnswers(answers, 200, ""); n != 1 {
 				t.Fatalf("%s round %d: %d confirms answered DONE, want exactly 1", scenario, round, n)
 			}
-			if n := countAnswers(answers, 400, payment.CodeAlreadyProcessedPayment); n != goroutines-1 {
+			if n := countAnswers(answers, 400, boxoffice.PGAlreadyProcessedPayment); n != goroutines-1 {
 				t.Fatalf("%s round %d: %d answered ALREADY_PROCESSED_PAYMENT, want %d", scenario, round, n, goroutines-1)
 			}
 			h.sb.Wait()
@@ -518,12 +530,12 @@ func TestSandbox_Idempotency(t *testing.T) {
 			t.Fatalf("answers %d %s and %d %s, want the same 200 twice", first.status, first.body, again.status, again.body)
 		}
 		other := h.call(t, http.MethodPost, "/v1/payments/confirm", "k-2", confirmBody(key, "order-idem-1", 5000))
-		if other.status != 400 || other.code() != payment.CodeAlreadyProcessedPayment {
+		if other.status != 400 || other.code() != boxoffice.PGAlreadyProcessedPayment {
 			t.Fatalf("another key: %d %s, want 400 ALREADY_PROCESSED_PAYMENT", other.status, other.body)
 		}
 		// The key is scoped to method and path: the same key on cancel is a new call.
 		cancel := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "k-1", map[string]any{"cancelReason": "test"})
-		if cancel.status != 200 || cancel.payment(t).Status != payment.StatusCanceled {
+		if cancel.status != 200 || cancel.payment(t).Status != boxoffice.PaymentStatusCanceled {
 			t.Fatalf("cancel with the confirm's key: %d %s, want 200 CANCELED", cancel.status, cancel.body)
 		}
 		// A replay is the first answer, even when the payment moved on since.
@@ -536,14 +548,14 @@ func TestSandbox_Idempotency(t *testing.T) {
 		key := h.pay(t, "order-idem-2", 5000, "").Get("paymentKey")
 		bad := h.call(t, http.MethodPost, "/v1/payments/confirm", "k-3", confirmBody(key, "order-idem-2", 1))
 		again := h.call(t, http.MethodPost, "/v1/payments/confirm", "k-3", confirmBody(key, "order-idem-2", 5000))
-		if bad.code() != payment.CodeInvalidRequest || again.status != bad.status || string(again.body) != string(bad.body) {
+		if bad.code() != boxoffice.PGInvalidRequest || again.status != bad.status || string(again.body) != string(bad.body) {
 			t.Fatalf("answers %s then %s, want INVALID_REQUEST replayed", bad.body, again.body)
 		}
 	})
 	t.Run("KeyLength", func(t *testing.T) {
 		key := h.pay(t, "order-idem-3", 5000, "").Get("paymentKey")
 		long := h.call(t, http.MethodPost, "/v1/payments/confirm", strings.Repeat("k", 301), confirmBody(key, "order-idem-3", 5000))
-		if long.status != 400 || long.code() != payment.CodeInvalidRequest {
+		if long.status != 400 || long.code() != boxoffice.PGInvalidRequest {
 			t.Fatalf("301-character key: %d %s, want 400 INVALID_REQUEST", long.status, long.body)
 		}
 		ok := h.call(t, http.MethodPost, "/v1/payments/confirm", strings.Repeat("k", 300), confirmBody(key, "order-idem-3", 5000))
@@ -554,10 +566,10 @@ func TestSandbox_Idempotency(t *testing.T) {
 	t.Run("ClientKeysPerOperation", func(t *testing.T) {
 		keys := []string{h.pay(t, "order-idem-4", 5000, "").Get("paymentKey"), h.pay(t, "order-idem-4", 5000, "").Get("paymentKey")}
 		for _, k := range keys {
-			if _, err := h.client.Confirm(ctx, k, "order-idem-4", 5000); err != nil {
+			if _, err := h.client.Confirm(ctx, k, "order-idem-4", won(5000)); err != nil {
 				t.Fatalf("Confirm(%s): %v", k, err)
 			}
-			if _, err := h.client.Cancel(ctx, k, "two tabs"); err != nil {
+			if _, err := h.client.Cancel(ctx, k, boxoffice.CancelRequest{Reason: "two tabs"}); err != nil {
 				t.Fatalf("Cancel(%s): %v", k, err)
 			}
 		}
@@ -636,11 +648,11 @@ func TestSandbox_Scenarios(t *testing.T) {
 			// h.pay returned after the redirect: the webhook is in already.
 			wantWebhooks(t, h, key, "DONE")
 			p, err := h.client.GetPayment(ctx, key)
-			if err != nil || p.Status != payment.StatusDone {
+			if err != nil || p.Status != boxoffice.PaymentStatusDone {
 				t.Fatalf("payment before the app's confirm: %+v, %v; want DONE", p, err)
 			}
-			_, err = h.client.Confirm(ctx, key, orderID, 20000)
-			wantAPIError(t, err, http.StatusBadRequest, payment.CodeAlreadyProcessedPayment)
+			_, err = h.client.Confirm(ctx, key, orderID, won(20000))
+			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGAlreadyProcessedPayment)
 		}},
 		{payment.ScenarioWebhookNever, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
@@ -658,8 +670,8 @@ func TestSandbox_Scenarios(t *testing.T) {
 			if p.TotalAmount != 20000 {
 				t.Fatalf("payment amount %d, want the real 20000", p.TotalAmount)
 			}
-			_, err := h.client.Confirm(ctx, key, orderID, amountOf(t, q))
-			wantAPIError(t, err, http.StatusBadRequest, payment.CodeInvalidRequest)
+			_, err := h.client.Confirm(ctx, key, orderID, won(amountOf(t, q)))
+			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRequest)
 		}},
 		{payment.ScenarioPayLess, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
@@ -667,26 +679,26 @@ func TestSandbox_Scenarios(t *testing.T) {
 			if amountOf(t, q) != 19000 || p.TotalAmount != 19000 {
 				t.Fatalf("redirect amount %s, payment amount %d; want both 19000", q.Get("amount"), p.TotalAmount)
 			}
-			_, err := h.client.Confirm(ctx, key, orderID, 20000)
-			wantAPIError(t, err, http.StatusBadRequest, payment.CodeInvalidRequest)
+			_, err := h.client.Confirm(ctx, key, orderID, won(20000))
+			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRequest)
 		}},
 		{payment.ScenarioRejectCard, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
-			_, err := h.client.Confirm(ctx, key, orderID, 20000)
-			wantAPIError(t, err, http.StatusBadRequest, payment.CodeInvalidRejectCard)
-			if payment.IsTemporary(err) {
-				t.Errorf("IsTemporary(INVALID_REJECT_CARD) = true, want false")
+			_, err := h.client.Confirm(ctx, key, orderID, won(20000))
+			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRejectCard)
+			if boxoffice.IsPGTemporary(err) {
+				t.Errorf("boxoffice.IsPGTemporary(INVALID_REJECT_CARD) = true, want false")
 			}
 			p, _ := h.client.GetPayment(ctx, key)
-			if p.Status != payment.StatusAborted || p.Failure == nil || p.Failure.Code != payment.CodeInvalidRejectCard || p.ApprovedAt != nil {
+			if p.Status != boxoffice.PaymentStatusAborted || p.Failure == nil || p.Failure.Code != boxoffice.PGInvalidRejectCard || p.ApprovedAt != nil {
 				t.Fatalf("payment %+v, want ABORTED with failure INVALID_REJECT_CARD", p)
 			}
 			again := h.call(t, http.MethodPost, "/v1/payments/confirm", "", confirmBody(key, orderID, 20000))
-			if again.code() != payment.CodeAlreadyProcessedPayment {
+			if again.code() != boxoffice.PGAlreadyProcessedPayment {
 				t.Fatalf("confirm of an aborted payment: %s, want ALREADY_PROCESSED_PAYMENT", again.body)
 			}
-			_, err = h.client.Cancel(ctx, key, "refund")
-			wantAPIError(t, err, http.StatusForbidden, payment.CodeNotCancelablePayment)
+			_, err = h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "refund"})
+			wantAPIError(t, err, http.StatusForbidden, boxoffice.PGNotCancelablePayment)
 			h.sb.Wait()
 			wantWebhooks(t, h, key, "ABORTED")
 		}},
@@ -715,14 +727,14 @@ func TestSandbox_Scenarios(t *testing.T) {
 
 func mustConfirm(t *testing.T, h *harness, key, orderID string, amount int64) {
 	t.Helper()
-	if _, err := h.client.Confirm(context.Background(), key, orderID, amount); err != nil {
+	if _, err := h.client.Confirm(context.Background(), key, orderID, won(amount)); err != nil {
 		t.Fatalf("Confirm: %v", err)
 	}
 }
 
 func mustCancel(t *testing.T, h *harness, key string) {
 	t.Helper()
-	if _, err := h.client.Cancel(context.Background(), key, "test refund"); err != nil {
+	if _, err := h.client.Cancel(context.Background(), key, boxoffice.CancelRequest{Reason: "test refund"}); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
 }

@@ -1,6 +1,8 @@
 package payment
 
 import (
+	"github.com/boxoffice/boxoffice"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -37,7 +39,7 @@ func (d *delivery) markAttempted() { d.once.Do(func() { close(d.attempted) }) }
 // under ScenarioWebhookTwice; one due after LateDelay under
 // ScenarioWebhookLate; none under ScenarioWebhookNever or without a
 // WebhookURL. It returns their ids, to start after commit.
-func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *Payment, scenario string) ([]int64, error) {
+func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, scenario string) ([]int64, error) {
 	if s.cfg.WebhookURL == "" || scenario == ScenarioWebhookNever {
 		return nil, nil
 	}

@@ -16,7 +16,7 @@ import (
 // status changes (docs.tosspayments.com/guides/v2/webhook, "웹훅 이벤트").
 const EventPaymentStatusChanged = "PAYMENT_STATUS_CHANGED"
 
-// MaxWebhookBytes bounds a webhook body; a Payment takes a few kilobytes.
+// MaxWebhookBytes bounds a webhook body; a boxoffice.Payment takes a few kilobytes.
 const MaxWebhookBytes = 64 << 10
 
 // WebhookCreatedAtLayout is the layout of WebhookEvent.CreatedAt: Toss sends
@@ -32,23 +32,23 @@ var (
 )
 
 // WebhookEvent is a Toss payment-status webhook:
-// {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt", "data": {<Payment>}}
+// {"eventType": "PAYMENT_STATUS_CHANGED", "createdAt", "data": {<boxoffice.Payment>}}
 // (docs.tosspayments.com/guides/v2/webhook).
 type WebhookEvent struct {
 	EventType string `json:"eventType"`
 	// CreatedAt is the PG's text, in WebhookCreatedAtLayout (no zone).
-	CreatedAt string  `json:"createdAt"`
-	Data      Payment `json:"data"`
+	CreatedAt string            `json:"createdAt"`
+	Data      boxoffice.Payment `json:"data"`
 }
 
 // ParseWebhook reads a webhook body strictly: at most MaxWebhookBytes, one
 // JSON object and nothing after it, eventType PAYMENT_STATUS_CHANGED, and a
-// payment with a paymentKey (ValidPaymentKey) and an orderId (ValidOrderID). Fields it does not model are
+// payment with a paymentKey (boxoffice.ValidPaymentKey) and an orderId (boxoffice.ValidOrderID). Fields it does not model are
 // ignored, since Toss adds fields over time. The body must be valid UTF-8
 // and no string in it may hold a NUL byte (PostgreSQL stores neither in
 // text). It never panics.
 //
-// Payment-status webhooks carry no signature, so the body proves nothing: a
+// boxoffice.Payment-status webhooks carry no signature, so the body proves nothing: a
 // caller uses it only to learn which payment to look at, verifies it with
 // Client.GetPayment (authenticated by the secret key) and acts on that answer
 // only, never on the body's status or amount.
@@ -76,7 +76,7 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 	if ev.EventType != EventPaymentStatusChanged {
 		return nil, fmt.Errorf("%w: %.64q", ErrUnknownEventType, ev.EventType)
 	}
-	if !ValidPaymentKey(ev.Data.PaymentKey) || !ValidOrderID(ev.Data.OrderID) {
+	if !boxoffice.ValidPaymentKey(ev.Data.PaymentKey) || !boxoffice.ValidOrderID(ev.Data.OrderID) {
 		return nil, fmt.Errorf("%w: no paymentKey or orderId, or one that Toss would not send", ErrWebhookMalformed)
 	}
 	return &ev, nil

@@ -36,7 +36,7 @@ func TestParseWebhook(t *testing.T) {
 		}
 		p := ev.Data
 		if ev.EventType != payment.EventPaymentStatusChanged || ev.CreatedAt != "2026-01-02T14:46:59.653270" ||
-			p.PaymentKey != "tviva20260102144643uN3L9" || p.OrderID != "order_2966480" || p.Status != payment.StatusDone ||
+			p.PaymentKey != "tviva20260102144643uN3L9" || p.OrderID != "order_2966480" || p.Status != boxoffice.PaymentStatusDone ||
 			p.TotalAmount != 37400 || p.BalanceAmount != 37400 || p.Currency != "KRW" || p.Method != "카드" ||
 			p.ApprovedAt == nil || p.ApprovedAt.Format("15:04:05Z07:00") != "14:46:58+09:00" || p.Cancels != nil || p.Failure != nil {
 			t.Fatalf("parsed %+v", ev)
@@ -97,7 +97,7 @@ func FuzzParseWebhook(f *testing.F) {
 			t.Fatalf("accepted %+v", ev)
 		}
 		if err == nil {
-			for _, s := range []string{ev.EventType, ev.CreatedAt, ev.Data.PaymentKey, ev.Data.OrderID, ev.Data.Status, ev.Data.Currency, ev.Data.Method} {
+			for _, s := range []string{ev.EventType, ev.CreatedAt, ev.Data.PaymentKey, ev.Data.OrderID, string(ev.Data.Status), ev.Data.Currency, ev.Data.Method} {
 				if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
 					t.Fatalf("accepted the unreadable string %q", s)
 				}

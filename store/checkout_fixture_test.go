@@ -72,11 +72,11 @@ type gateway struct {
 	cancelDown atomic.Bool
 }
 
-func (g *gateway) Cancel(ctx context.Context, paymentKey, reason string) (*payment.Payment, error) {
+func (g *gateway) Cancel(ctx context.Context, paymentKey string, r boxoffice.CancelRequest) (*boxoffice.Payment, error) {
 	if g.cancelDown.Load() {
 		return nil, fmt.Errorf("toss payments: POST cancel: %w", errors.New("dial tcp: connection refused"))
 	}
-	return g.Client.Cancel(ctx, paymentKey, reason)
+	return g.Client.Cancel(ctx, paymentKey, r)
 }
 
 // newCheckoutEnv returns an env with an on-sale event of seats seats (R:
@@ -120,7 +120,7 @@ func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
 
 // newOrders returns an Orders of the env with its own PG: another instance
 // of the service.
-func (env *checkoutEnv) newOrders(pg store.PaymentGateway) *store.Orders {
+func (env *checkoutEnv) newOrders(pg boxoffice.PaymentGateway) *store.Orders {
 	return &store.Orders{
 		DB: env.DB, Holds: env.Holds, PG: pg, TicketSecret: []byte(ticketSecret),
 		SuccessURL: successURL, FailURL: failURL, Logger: slog.New(slog.DiscardHandler),
@@ -218,7 +218,7 @@ func (env *checkoutEnv) mustRedirect(tb testing.TB, orderID, paymentKey string, 
 
 // postWebhook sends a PAYMENT_STATUS_CHANGED webhook naming the payment to
 // the test server, as the PG would, and returns the status.
-func (env *checkoutEnv) postWebhook(tb testing.TB, p *payment.Payment, createdAt time.Time) int {
+func (env *checkoutEnv) postWebhook(tb testing.TB, p *boxoffice.Payment, createdAt time.Time) int {
 	tb.Helper()
 	body := fmt.Sprintf(`{"eventType":"PAYMENT_STATUS_CHANGED","createdAt":%q,"data":{"paymentKey":%q,"orderId":%q,"status":"DONE","totalAmount":1}}`,
 		createdAt.Format(payment.WebhookCreatedAtLayout), p.PaymentKey, p.OrderID)
@@ -241,7 +241,7 @@ func (env *checkoutEnv) findOrder(tb testing.TB, id string) *boxoffice.Order {
 }
 
 // pgStatus returns the sandbox's status of a payment.
-func (env *checkoutEnv) pgStatus(tb testing.TB, paymentKey string) string {
+func (env *checkoutEnv) pgStatus(tb testing.TB, paymentKey string) boxoffice.PaymentStatus {
 	tb.Helper()
 	p, err := env.PG.GetPayment(context.Background(), paymentKey)
 	if err != nil {

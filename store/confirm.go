@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -57,13 +56,15 @@ var errPGUnavailable = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavai
 //     confirm with the order's own amount; its Idempotency-Key makes repeats
 //     harmless), then the payment is looked up and only that answer counts,
 //     never an amount from the browser or a webhook body.
-//  4. A payment the PG reports DONE for exactly the order's amount goes
-//     through one transaction (see confirmPayment): it is confirmed, or
-//     recorded refund_pending and then cancelled at the PG (refunded) when the
-//     seats were taken, the account's limit would be passed, the order was
-//     paid by another payment or had failed. A payment that was never
-//     confirmed is recorded rejected (its amount differs: the order fails;
-//     the card was refused: the order stays payable).
+//  4. A payment the PG reports DONE for exactly the order's amount in the
+//     order's currency goes through one transaction (see confirmPayment): it
+//     is confirmed, or recorded refund_pending and then cancelled at the PG
+//     (refunded) when the seats were taken, the account's limit would be
+//     passed, the order was paid by another payment or had failed. One DONE
+//     for another amount or currency fails the order (amount_mismatch) and is
+//     refunded. A payment that was never confirmed is recorded rejected (its
+//     amount or currency differs: the order fails; the card was refused: the
+//     order stays payable).
 //
 // Errors (nothing changed): ENOTFOUND for an unknown order; EBADREQUEST for a
 // malformed or unknown payment key, or a payment of another order;
@@ -71,7 +72,7 @@ var errPGUnavailable = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavai
 // PostgreSQL or Redis fail. A committed outcome is never an error: a refund
 // the PG has not confirmed yet is Outcome refund_pending.
 func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*boxoffice.Confirmation, error) {
-	if !payment.ValidPaymentKey(paymentKey) {
+	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
 	o, err := s.FindOrderByID(ctx, orderID)
@@ -89,33 +90,33 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 		return nil, err
 	}
 	switch p.Status {
-	case payment.StatusDone:
-		if p.TotalAmount != o.Amount {
+	case boxoffice.PaymentStatusDone:
+		if p.Total() != o.Total() {
 			return s.refundUnsold(ctx, o, p, boxoffice.ReasonAmountMismatch,
-				fmt.Sprintf("the PG reports %d, the order is %d", p.TotalAmount, o.Amount))
+				fmt.Sprintf("the PG reports %s, the order is %s", p.Total(), o.Total()))
 		}
 		return s.confirmPayment(ctx, o, p)
-	case payment.StatusCanceled, payment.StatusPartialCanceled:
+	case boxoffice.PaymentStatusCanceled, boxoffice.PaymentStatusPartialCanceled:
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRefunded, "", "", false) // refunded by others
-	case payment.StatusAborted, payment.StatusExpired:
-		detail := p.Status
+	case boxoffice.PaymentStatusAborted, boxoffice.PaymentStatusExpired:
+		detail := string(p.Status)
 		if p.Failure != nil {
 			detail = p.Failure.Code + ": " + p.Failure.Message
 		}
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, detail, false)
-	case payment.StatusWaitingForDeposit:
+	case boxoffice.PaymentStatusWaitingForDeposit:
 		return s.result(ctx, o.ID, paymentKey) // not paid yet: nothing to record
 	}
 	// READY or IN_PROGRESS: authenticated, never confirmed.
 	switch {
-	case p.TotalAmount != o.Amount:
+	case p.Total() != o.Total():
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAmountMismatch,
-			fmt.Sprintf("the payment is for %d, the order is %d", p.TotalAmount, o.Amount), true)
+			fmt.Sprintf("the payment is for %s, the order is %s", p.Total(), o.Total()), true)
 	case o.Status == boxoffice.OrderConfirmed:
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAlreadyPaid, "", false)
 	case !o.Status.CanBecome(boxoffice.OrderConfirmed):
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonOrderClosed, string(o.Status), false)
-	case confirmErr == nil || payment.IsTemporary(confirmErr):
+	case confirmErr == nil || boxoffice.IsPGTemporary(confirmErr):
 		return nil, fmt.Errorf("%w (confirm: %v)", errPGUnavailable, confirmErr)
 	}
 	return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, confirmErr.Error(), false)
@@ -130,14 +131,14 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 // to another order (a forged or mistaken webhook); EUNAVAILABLE while the PG
 // does not answer; and Confirm's (ENOTFOUND: not one of our orders).
 func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*boxoffice.Confirmation, error) {
-	if !payment.ValidPaymentKey(paymentKey) {
+	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
-	case payment.IsCode(err, payment.CodeNotFoundPayment):
+	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
 		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
-	case payment.IsTemporary(err):
+	case boxoffice.IsPGTemporary(err):
 		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
 		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
@@ -157,7 +158,7 @@ func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string)
 func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, paymentKey string, redirectAmount int64) (*boxoffice.Confirmation, error) {
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
-	case err != nil && payment.IsTemporary(err):
+	case err != nil && boxoffice.IsPGTemporary(err):
 		return nil, boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
 	case err != nil || p.OrderID != o.ID:
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
@@ -216,18 +217,18 @@ func (s *Orders) settle(ctx context.Context, orderID, paymentKey string) (*boxof
 // looks it up. It returns the PG's payment and the confirm's error (nil if
 // it succeeded or was not tried). Errors: EBADREQUEST (unknown payment, or
 // another order's); EUNAVAILABLE (the PG does not answer).
-func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey string) (*payment.Payment, error, error) {
+func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Payment, error, error) {
 	var confirmErr error
 	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
 		// The answer may be a replay (the Idempotency-Key), stale or an
 		// error: the look-up below decides.
-		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Amount)
+		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Total())
 	}
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
-	case payment.IsCode(err, payment.CodeNotFoundPayment):
+	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
 		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_no_payment")
-	case payment.IsTemporary(err):
+	case boxoffice.IsPGTemporary(err):
 		return nil, nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
 		return nil, nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
@@ -240,7 +241,7 @@ func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey strin
 // insertPayment records the PG's payment for the order with an outcome, and
 // reports false (changing nothing) when it is recorded already. A
 // transaction recording the same payment waits for this one to end.
-func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
+func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
 	tag, err := tx.Exec(ctx, `
 		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (payment_key) DO NOTHING`,
@@ -256,7 +257,7 @@ func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Pa
 // another's confirm was still under way at the PG, and saw it not yet
 // confirmed), that record is wrong now that money moved: it becomes
 // refund_pending, for the caller to refund. It reports whether it inserted.
-func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
+func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
 	inserted, err := insertPayment(ctx, tx, orderID, p, outcome, reason, now)
 	if err != nil || inserted {
 		return inserted, err
@@ -274,7 +275,7 @@ func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *paymen
 // others). failOrder moves the order to FAILED with the reason; a payment
 // that failed at the PG (payment_failed) leaves a payable order payable and
 // notes why on it.
-func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *payment.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
+func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		inserted, err := insertPayment(ctx, tx, o.ID, p, outcome, reason, now)
@@ -307,7 +308,7 @@ func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *p
 // refundUnsold records a DONE payment that sells nothing as refund_pending
 // (failing a payable order, which cannot be paid by it), then cancels it at
 // the PG.
-func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *payment.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
+func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	var inserted bool
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
@@ -361,7 +362,7 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *paymen
 // expire by itself: the payment is DONE at the PG and a retry (the webhook,
 // the reconciler) settles it, claiming again, and a failed commit may have
 // committed.
-func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *payment.Payment) (*boxoffice.Confirmation, error) {
+func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	labels := o.Seats()
 	var sold bool
@@ -508,7 +509,7 @@ func refundInTx(ctx context.Context, tx pgx.Tx, orderID, paymentKey string, stat
 // CONFIRMED, the account's tickets counted, the tickets issued, the payment
 // confirmed and the outbox row written. It returns the account's tickets for
 // the event in all.
-func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *payment.Payment, now time.Time) (int, error) {
+func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (int, error) {
 	tag, err := tx.Exec(ctx, `
 		UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
 		WHERE id = $1 AND status = ANY($3)`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
@@ -559,20 +560,20 @@ func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *payment
 // the PG does not answer, or refuses, the payment stays refund_pending, for
 // Reconcile to try again and FindStuckOrders to show; that is not an error.
 func (s *Orders) refund(ctx context.Context, paymentKey, reason string) error {
-	_, err := s.PG.Cancel(ctx, paymentKey, "boxoffice: "+reason)
-	if err != nil && !payment.IsCode(err, payment.CodeAlreadyCanceledPayment) {
-		if payment.IsTemporary(err) {
+	_, err := s.PG.Cancel(ctx, paymentKey, boxoffice.CancelRequest{Reason: "boxoffice: " + reason})
+	if err != nil && !boxoffice.IsPGCode(err, boxoffice.PGAlreadyCanceledPayment) {
+		if boxoffice.IsPGTemporary(err) {
 			s.logger().Warn("refund: the PG did not answer; the reconciler tries again", "payment_key", paymentKey, "err", err)
 			return nil
 		}
 		p, gerr := s.PG.GetPayment(ctx, paymentKey)
-		if gerr != nil || (p.Status != payment.StatusCanceled && p.Status != payment.StatusPartialCanceled) {
+		if gerr != nil || (p.Status != boxoffice.PaymentStatusCanceled && p.Status != boxoffice.PaymentStatusPartialCanceled) {
 			s.logger().Error("refund refused by the PG; the payment stays refund_pending", "payment_key", paymentKey, "err", err)
 			return nil
 		}
 	}
 	_, err = s.DB.Pool.Exec(ctx, `UPDATE payment SET outcome = 'refunded', status = $2, updated_at = $3
-		WHERE payment_key = $1 AND outcome = 'refund_pending'`, paymentKey, payment.StatusCanceled, s.DB.Now())
+		WHERE payment_key = $1 AND outcome = 'refund_pending'`, paymentKey, boxoffice.PaymentStatusCanceled, s.DB.Now())
 	if err != nil {
 		return fmt.Errorf("record refund of %s: %w", paymentKey, err)
 	}

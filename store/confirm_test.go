@@ -25,20 +25,20 @@ func TestOrders_Confirm_Scenarios(t *testing.T) {
 		status      boxoffice.OrderStatus
 		failure     string
 		outcome     boxoffice.PaymentOutcome
-		pgStatus    string
+		pgStatus    boxoffice.PaymentStatus
 		minWebhooks int // webhooks the sandbox delivers, each answered 200
 	}{
-		{payment.ScenarioDefault, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
-		{payment.ScenarioWebhookTwice, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 2},
-		{payment.ScenarioWebhookLate, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
-		{payment.ScenarioWebhookBeforeRedirect, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 1},
-		{payment.ScenarioWebhookNever, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, payment.StatusDone, 0},
+		{payment.ScenarioDefault, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{payment.ScenarioWebhookTwice, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 2},
+		{payment.ScenarioWebhookLate, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{payment.ScenarioWebhookBeforeRedirect, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{payment.ScenarioWebhookNever, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 0},
 		// The redirect's amount is not the order's: the PG is never asked to confirm.
-		{payment.ScenarioTamperAmount, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", payment.StatusInProgress, 0},
+		{payment.ScenarioTamperAmount, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
 		// Paid less (and redirected with that amount): never confirmed.
-		{payment.ScenarioPayLess, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", payment.StatusInProgress, 0},
+		{payment.ScenarioPayLess, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
 		// The card is refused at confirmation: the order stays payable.
-		{payment.ScenarioRejectCard, boxoffice.OrderPendingPayment, boxoffice.ReasonPaymentFailed, boxoffice.PaymentRejected, payment.StatusAborted, 1},
+		{payment.ScenarioRejectCard, boxoffice.OrderPendingPayment, boxoffice.ReasonPaymentFailed, boxoffice.PaymentRejected, boxoffice.PaymentStatusAborted, 1},
 	}
 	for i, tt := range tests {
 		name := tt.scenario
@@ -185,7 +185,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 		for round := range 5 {
 			o := env.order(t, env.account(t), env.Event.R[round])
 			key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
-			p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+			p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -204,7 +204,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 	t.Run("TwoEvents", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.S[0], env.Event.S[1])
 		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
-		p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+		p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 	t.Run("Forged", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.S[5])
 		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
-		for _, p := range []*payment.Payment{
+		for _, p := range []*boxoffice.Payment{
 			{PaymentKey: "tsbx-no-such-payment", OrderID: o.ID},                         // unknown to the PG
 			{PaymentKey: key, OrderID: env.order(t, env.account(t), env.Event.S[6]).ID}, // another order's
 		} {
@@ -235,7 +235,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 			wantError(t, err, boxoffice.EUNAUTHORIZED)
 		}
 		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
-		if st := env.pgStatus(t, key); st != payment.StatusInProgress {
+		if st := env.pgStatus(t, key); st != boxoffice.PaymentStatusInProgress {
 			t.Errorf("PG status %s after forged webhooks, want IN_PROGRESS", st)
 		}
 	})
@@ -266,7 +266,7 @@ func TestOrders_Confirm_OtherOrdersRedirectFirst(t *testing.T) {
 		if out, _ := env.outcome(t, key); out != "" {
 			t.Fatalf("the forged redirect recorded the payment as %q, want nothing recorded", out)
 		}
-		if st := env.pgStatus(t, key); st != payment.StatusInProgress {
+		if st := env.pgStatus(t, key); st != boxoffice.PaymentStatusInProgress {
 			t.Fatalf("PG status %s after the forged redirect, want IN_PROGRESS", st)
 		}
 
@@ -357,7 +357,7 @@ func TestOrders_Confirm_CrashAfterPGConfirm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := env.order(t, env.account(t), env.Event.R[i])
 			key, _ := env.pay(t, o, tt.scenario)
-			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Amount); err != nil { // the money moved; then the crash
+			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Total()); err != nil { // the money moved; then the crash
 				t.Fatal(err)
 			}
 			if tt.scenario == payment.ScenarioWebhookNever {
@@ -405,12 +405,12 @@ func TestOrders_Confirm_Late(t *testing.T) {
 
 		c := env.mustRedirect(t, late.ID, key, amount)
 		wantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
-		if c.Outcome != boxoffice.PaymentRefunded || env.pgStatus(t, key) != payment.StatusCanceled {
+		if c.Outcome != boxoffice.PaymentRefunded || env.pgStatus(t, key) != boxoffice.PaymentStatusCanceled {
 			t.Errorf("outcome %q, PG %s; want refunded, CANCELED", c.Outcome, env.pgStatus(t, key))
 		}
 		after := env.findOrder(t, other.ID)
 		wantOrder(t, after, boxoffice.OrderConfirmed, "")
-		if !slices.Equal(ticketIDs(after), ticketIDs(before)) || env.pgStatus(t, k2) != payment.StatusDone {
+		if !slices.Equal(ticketIDs(after), ticketIDs(before)) || env.pgStatus(t, k2) != boxoffice.PaymentStatusDone {
 			t.Errorf("the other buyer's order changed: tickets %v, were %v", ticketIDs(after), ticketIDs(before))
 		}
 		// The free seat of the refunded order was not sold either.
@@ -510,7 +510,7 @@ func TestOrders_Confirm_LateSeatRace(t *testing.T) {
 			case boxoffice.OrderConfirmed:
 				confirmed++
 			case boxoffice.OrderRefunded:
-				if env.pgStatus(t, p.key) != payment.StatusCanceled {
+				if env.pgStatus(t, p.key) != boxoffice.PaymentStatusCanceled {
 					t.Errorf("refunded order %s: PG %s, want CANCELED", o.ID, env.pgStatus(t, p.key))
 				}
 			default:
@@ -540,7 +540,7 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 		if c.Outcome != boxoffice.PaymentRejected || c.Reason != boxoffice.ReasonAlreadyPaid {
 			t.Errorf("second payment: %q (%s), want rejected (already_paid)", c.Outcome, c.Reason)
 		}
-		if st := env.pgStatus(t, k2); st != payment.StatusInProgress {
+		if st := env.pgStatus(t, k2); st != boxoffice.PaymentStatusInProgress {
 			t.Errorf("second payment at the PG: %s, want IN_PROGRESS (never confirmed)", st)
 		}
 	})
@@ -556,12 +556,12 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 		if c := env.mustRedirect(t, o.ID, k2, a2); c.Outcome != boxoffice.PaymentRejected {
 			t.Fatalf("second payment: %q, want rejected", c.Outcome)
 		}
-		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Amount); err != nil { // the confirm under way lands
+		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Total()); err != nil { // the confirm under way lands
 			t.Fatal(err)
 		}
 		env.SB.Wait()
 		if out, reason := env.outcome(t, k2); out != boxoffice.PaymentRefunded || reason != boxoffice.ReasonAlreadyPaid ||
-			env.pgStatus(t, k2) != payment.StatusCanceled {
+			env.pgStatus(t, k2) != boxoffice.PaymentStatusCanceled {
 			t.Errorf("second payment: %q (%s), PG %s; want refunded (already_paid), CANCELED", out, reason, env.pgStatus(t, k2))
 		}
 		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
@@ -587,10 +587,10 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 			for _, key := range []string{k1, k2} {
 				out, _ := env.outcome(t, key)
 				switch st := env.pgStatus(t, key); {
-				case out == boxoffice.PaymentConfirmed && st == payment.StatusDone:
+				case out == boxoffice.PaymentConfirmed && st == boxoffice.PaymentStatusDone:
 					kept++
-				case out == boxoffice.PaymentRefunded && st == payment.StatusCanceled,
-					out == boxoffice.PaymentRejected && st == payment.StatusInProgress:
+				case out == boxoffice.PaymentRefunded && st == boxoffice.PaymentStatusCanceled,
+					out == boxoffice.PaymentRejected && st == boxoffice.PaymentStatusInProgress:
 				default:
 					t.Errorf("round %d: payment %s: outcome %q, PG %s", round, key, out, st)
 				}
@@ -681,8 +681,8 @@ func TestOrders_Reconcile(t *testing.T) {
 	wantOrder(t, env.findOrder(t, less.ID), boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch)
 	wantOrder(t, env.findOrder(t, unpaid.ID), boxoffice.OrderPendingPayment, "")
 	wantOrder(t, env.findOrder(t, young.ID), boxoffice.OrderPendingPayment, "")
-	if env.pgStatus(t, lostKey) != payment.StatusDone || env.pgStatus(t, lessKey) != payment.StatusInProgress ||
-		env.pgStatus(t, youngKey) != payment.StatusInProgress {
+	if env.pgStatus(t, lostKey) != boxoffice.PaymentStatusDone || env.pgStatus(t, lessKey) != boxoffice.PaymentStatusInProgress ||
+		env.pgStatus(t, youngKey) != boxoffice.PaymentStatusInProgress {
 		t.Errorf("PG statuses %s, %s, %s; want DONE, IN_PROGRESS, IN_PROGRESS",
 			env.pgStatus(t, lostKey), env.pgStatus(t, lessKey), env.pgStatus(t, youngKey))
 	}

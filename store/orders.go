@@ -10,23 +10,10 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
 	"github.com/jackc/pgx/v5"
 )
 
 var _ boxoffice.OrderService = (*Orders)(nil)
-
-// PaymentGateway is the part of the PG that orders need: payment.Client
-// implements it against Toss Payments or the sandbox PG.
-type PaymentGateway interface {
-	Confirm(ctx context.Context, paymentKey, orderID string, amount int64) (*payment.Payment, error)
-	GetPayment(ctx context.Context, paymentKey string) (*payment.Payment, error)
-	GetPaymentByOrderID(ctx context.Context, orderID string) (*payment.Payment, error)
-	Cancel(ctx context.Context, paymentKey, reason string) (*payment.Payment, error)
-	CheckoutURL(orderID string, amount int64, orderName, successURL, failURL string) string
-}
-
-var _ PaymentGateway = (*payment.Client)(nil)
 
 // Defaults of the reconciler (Orders.Reconcile).
 const (
@@ -54,7 +41,7 @@ const (
 type Orders struct {
 	DB    *DB
 	Holds *Holds
-	PG    PaymentGateway
+	PG    boxoffice.PaymentGateway
 	// TicketSecret signs ticket codes (boxoffice.TicketCode): SESSION_SECRET.
 	TicketSecret []byte
 	// PaymentWindow is how long an order waits for its payment
@@ -326,7 +313,9 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 // CheckoutURL returns the PG's payment page for the order, with the
 // order's id, amount and name and the buyer's way back (SuccessURL, FailURL).
 func (s *Orders) CheckoutURL(o *boxoffice.Order) string {
-	return s.PG.CheckoutURL(o.ID, o.Amount, o.Name, s.SuccessURL, s.FailURL)
+	return s.PG.CheckoutURL(boxoffice.CheckoutRequest{
+		OrderID: o.ID, OrderName: o.Name, Amount: o.Total(), SuccessURL: s.SuccessURL, FailURL: s.FailURL,
+	})
 }
 
 // expireTimeout bounds one ExpireOrders call.

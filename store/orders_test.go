@@ -409,7 +409,7 @@ func TestOrders_FindStuckOrders(t *testing.T) {
 	if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := env.outcome(t, key); out != boxoffice.PaymentRefunded || env.pgStatus(t, key) != payment.StatusCanceled {
+	if out, _ := env.outcome(t, key); out != boxoffice.PaymentRefunded || env.pgStatus(t, key) != boxoffice.PaymentStatusCanceled {
 		t.Errorf("after reconciling: outcome %q, PG %s; want refunded, CANCELED", out, env.pgStatus(t, key))
 	}
 	if stuck, err := env.Orders.FindStuckOrders(ctx, 10); err != nil || len(stuck) != 0 {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -77,7 +76,7 @@ func (s *Orders) Reconcile(ctx context.Context) (ReconcileResult, error) {
 	for _, id := range ids {
 		res.Checked++
 		p, err := s.PG.GetPaymentByOrderID(ctx, id)
-		if payment.IsCode(err, payment.CodeNotFoundPayment) {
+		if boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment) {
 			continue // the buyer never authenticated a payment
 		} else if err != nil {
 			res.Failures++

@@ -528,7 +528,7 @@ func (s *chaosSale) pay(f *chaosFan) error {
 		var amount int64
 		fmt.Sscan(f.checkout.Get("amount"), &amount)
 		pg := &payment.Client{BaseURL: s.base + "/sandbox-pg", SecretKey: devSandboxKey}
-		if _, err := pg.Confirm(context.Background(), f.key, f.orderID, amount); err != nil {
+		if _, err := pg.Confirm(context.Background(), f.key, f.orderID, boxoffice.Money{Amount: amount, Currency: f.checkout.Get("currency")}); err != nil {
 			return fmt.Errorf("confirm at the PG: %w", err)
 		}
 	}
@@ -633,7 +633,7 @@ func (s *chaosSale) checkDown(f *chaosFan) {
 	body, _ := json.Marshal(payment.WebhookEvent{
 		EventType: payment.EventPaymentStatusChanged,
 		CreatedAt: time.Now().Format(payment.WebhookCreatedAtLayout),
-		Data:      payment.Payment{PaymentKey: f.key, OrderID: f.orderID, Status: payment.StatusDone},
+		Data:      boxoffice.Payment{PaymentKey: f.key, OrderID: f.orderID, Status: boxoffice.PaymentStatusDone},
 	})
 	resp, err = s.client.Post(s.base+"/payments/webhook", "application/json", bytes.NewReader(body))
 	if err != nil {
