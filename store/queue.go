@@ -389,13 +389,25 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		}
 		args = append(args, t)
 	}
-	keys := []string{q.queueKey(s.EventID), q.sessKey(s.EventID), q.statsKey(s.EventID), q.liveKey(s.EventID)}
-	res, err := queueAdmitScript.Run(ctx, q.Redis.Client, keys, args...).Slice()
-	if err != nil {
-		return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
-	}
-	if len(res) < 3 {
-		return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: unexpected reply %v", s.EventID, tick, res)
+	var res []any
+	for attempt := 0; ; attempt++ {
+		keys, err := q.admitKeys(ctx, s.EventID, batch)
+		if err != nil {
+			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
+		}
+		res, err = queueAdmitScript.Run(ctx, q.Redis.Client, keys, args...).Slice()
+		if err != nil {
+			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
+		}
+		if len(res) < 3 {
+			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: unexpected reply %v", s.EventID, tick, res)
+		}
+		if toInt64(res[0]) != -2 {
+			break
+		}
+		if attempt == admitAttempts-1 {
+			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: the head of the line changed %d times while it was read", s.EventID, tick, admitAttempts)
+		}
 	}
 	if toInt64(res[0]) < 0 {
 		return AdmitResult{}, nil
@@ -412,6 +424,29 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		m.LiveTokens.WithLabelValues(label).Set(float64(r.Live))
 	}
 	return r, nil
+}
+
+// admitAttempts bounds how many times Admit reads the head of the line again
+// when fans left it between the read and the script.
+const admitAttempts = 5
+
+// admitKeys returns the keys of queue_admit.lua: the event's four queue keys
+// and then the entry key of each of the first batch fans in line (read with
+// one ZRANGE), so that the script declares every key it writes.
+func (q *Queue) admitKeys(ctx context.Context, eventID int64, batch int) ([]string, error) {
+	keys := []string{q.queueKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.liveKey(eventID)}
+	if batch <= 0 {
+		return keys, nil
+	}
+	head, err := q.Redis.Client.ZRange(ctx, q.queueKey(eventID), 0, int64(batch)-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the head of the line: %w", err)
+	}
+	prefix := q.Redis.entryPrefix(eventID)
+	for _, acct := range head {
+		keys = append(keys, prefix+acct)
+	}
+	return keys, nil
 }
 
 // recordField names the stats field that records tick: a ring of

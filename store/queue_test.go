@@ -1256,3 +1256,59 @@ func joinMany(b *testing.B, q *store.Queue, n int64) {
 	}
 	wg.Wait()
 }
+
+// The admission script gets the head's entry keys from a read made before it
+// runs: ticks racing at once move the head between one admitter's read and
+// its script, which must then change nothing and let Admit read again, so
+// that every fan is admitted once, in line order, with a token bound to the
+// session of their place.
+func TestQueue_Admit_RacingTicks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	q2 := sameQueue(t, q)
+	const fans, ticks = 600, 100
+	seqs := mustJoin(t, q, 1, fans)
+	s := admission(8) // 8 fans per 1 s tick
+	results := make([]store.AdmitResult, ticks)
+	errs := make([]error, ticks)
+	storetest.AtOnce(ticks, func(i int) {
+		results[i], errs[i] = []*store.Queue{q, q2}[i%2].Admit(ctx, s, int64(i+1), time.Second)
+	})
+	var admitted []int64
+	for i, r := range results {
+		if errs[i] != nil {
+			t.Fatalf("Admit(tick %d): %v", i+1, errs[i])
+		}
+		admitted = append(admitted, r.Admitted...)
+	}
+	if len(admitted) == 0 {
+		t.Fatal("no tick admitted anybody")
+	}
+	seen := make(map[int64]bool, len(admitted))
+	for _, a := range admitted {
+		if seen[a] {
+			t.Fatalf("fan %d admitted twice", a)
+		}
+		seen[a] = true
+		tok, sid, ok := entryOf(t, q, a)
+		if !ok || tok == "" || sid != sess(a) {
+			t.Fatalf("fan %d admitted with entry %q|%q (exists %v), want a token bound to %q", a, tok, sid, ok, sess(a))
+		}
+	}
+	for a := int64(1); a <= fans; a++ {
+		if _, _, ok := entryOf(t, q, a); ok != seen[a] {
+			t.Fatalf("fan %d has an entry key %v, admitted %v", a, ok, seen[a])
+		}
+	}
+	// The admitted fans are the first of the line: no one behind a waiting fan got in.
+	for a := int64(1); a <= int64(len(admitted)); a++ {
+		if !seen[a] {
+			t.Fatalf("fan %d (sequence %d) still waits while %d fans were admitted", a, seqs[a], len(admitted))
+		}
+	}
+	st, err := q.QueueStats(ctx, queueEvent)
+	if err != nil || st.Waiting != fans-len(admitted) || st.AdmittedTotal != int64(len(admitted)) {
+		t.Fatalf("QueueStats = %+v, %v; want %d waiting, %d admitted", st, err, fans-len(admitted), len(admitted))
+	}
+}

@@ -1,8 +1,9 @@
 -- Admit one tick's batch of an event's waiting room (store.Queue.Admit),
 -- atomically, so that no fan leaves the line without a token and no tick
--- admits twice: refuse a tick at or before the last one admitted; record the
--- settings; limit the batch by the cap on live tokens (ZCOUNT of unexpired
--- tokens); for each fan at the head (ZRANGE 0 n-1) set entry:{e}:{acct} =
+-- admits twice: refuse a tick at or before the last one admitted; limit the
+-- batch by the cap on live tokens (ZCOUNT of unexpired tokens) and check that
+-- the head (ZRANGE 0 n-1) is the fans whose keys were declared; record the
+-- settings; for each fan at the head set entry:{e}:{acct} =
 -- token|session with PXAT expiry and record the expiry in entry:live:{e};
 -- remove them from the line; advance the head and the admitted total, and
 -- record the tick for the measured rate.
@@ -11,12 +12,17 @@
 -- KEYS[2] queue:sess:{e}   hash account -> session key
 -- KEYS[3] queue:stats:{e}  hash of shared figures
 -- KEYS[4] entry:live:{e}   sorted set account -> token expiry (Unix ms)
+-- KEYS[5..] entry:{e}:<acct> of the fans at the head of the line as the
+--          caller read it, in line order: every key the script writes is
+--          declared. If the line's head is no longer those fans, the script
+--          changes nothing and returns {-2, 0, 0}, and the caller reads the
+--          head again.
 -- ARGV[1]  tick index
 -- ARGV[2]  batch size from the rate (before the cap)
 -- ARGV[3]  cap on live entry tokens, 0 for none
 -- ARGV[4]  token TTL in ms
--- ARGV[5]  entry key prefix: the fan's key is this followed by the account id
---          (same hash tag {e}, so the same Cluster slot as KEYS)
+-- ARGV[5]  entry key prefix: KEYS[4 + i] must be this followed by the i-th
+--          fan's account id
 -- ARGV[6]  paused "1"/"0"
 -- ARGV[7]  sold out "1"/"0"
 -- ARGV[8]  configured rate (fans per second)
@@ -24,8 +30,9 @@
 -- ARGV[10] stats field that records this tick (a ring of RateWindow fields)
 -- ARGV[11..] tokens, at least the batch size
 --
--- Returns {admitted count or -1 if the tick was already admitted, waiting
--- after, live tokens after, admitted account ids in order...}.
+-- Returns {admitted count, or -1 if the tick was already admitted, or -2 if
+-- the head is not KEYS[5..]'s fans; waiting after, live tokens after,
+-- admitted account ids in order...}.
 local tick = tonumber(ARGV[1])
 local last = tonumber(redis.call('HGET', KEYS[3], 'tick'))
 if last and tick <= last then
@@ -34,40 +41,48 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local live = redis.call('ZCOUNT', KEYS[4], now, '+inf')
+local stopped = ARGV[6] == '1' or ARGV[7] == '1'
+local picked = {}
+if not stopped then
+  local n = math.min(tonumber(ARGV[2]), #ARGV - 10, #KEYS - 4)
+  local cap = tonumber(ARGV[3])
+  if cap > 0 then
+    n = math.min(n, cap - live)
+  end
+  if n > 0 then
+    picked = redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')
+    for i = 1, #picked, 2 do
+      if KEYS[4 + (i + 1) / 2] ~= ARGV[5] .. picked[i] then
+        return {-2, 0, 0}
+      end
+    end
+  end
+end
+
 redis.call('HSET', KEYS[3], 'tick', ARGV[1], 'rate', ARGV[8], 'tick_ms', ARGV[9],
   'paused', ARGV[6], 'sold_out', ARGV[7])
-
-local live = redis.call('ZCOUNT', KEYS[4], now, '+inf')
-if ARGV[6] == '1' or ARGV[7] == '1' then
+if stopped then
   return {0, redis.call('ZCARD', KEYS[1]), live}
 end
 
-local n = math.min(tonumber(ARGV[2]), #ARGV - 10)
-local cap = tonumber(ARGV[3])
-if cap > 0 then
-  n = math.min(n, cap - live)
-end
-
 local out = {0, 0, 0}
-if n > 0 then
+if #picked > 0 then
   local expires = now + tonumber(ARGV[4])
-  local picked = redis.call('ZRANGE', KEYS[1], 0, n - 1, 'WITHSCORES')
   local head
   for i = 1, #picked, 2 do
     local acct = picked[i]
     local sess = redis.call('HGET', KEYS[2], acct) or ''
-    redis.call('SET', ARGV[5] .. acct, ARGV[10 + (i + 1) / 2] .. '|' .. sess, 'PXAT', expires)
+    redis.call('SET', KEYS[4 + (i + 1) / 2], ARGV[10 + (i + 1) / 2] .. '|' .. sess, 'PXAT', expires)
     redis.call('ZADD', KEYS[4], expires, acct)
     redis.call('HDEL', KEYS[2], acct)
     out[#out + 1] = acct
     head = picked[i + 1]
   end
   local count = #picked / 2
-  if count > 0 then
-    redis.call('ZREMRANGEBYRANK', KEYS[1], 0, count - 1)
-    redis.call('HSET', KEYS[3], 'head', head)
-    redis.call('HINCRBY', KEYS[3], 'admitted', count)
-  end
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, count - 1)
+  redis.call('HSET', KEYS[3], 'head', head)
+  redis.call('HINCRBY', KEYS[3], 'admitted', count)
   out[1] = count
   live = live + count
 end
