@@ -151,7 +151,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	asJSON, htmx := []string{"Accept: application/json"}, []string{"HX-Request: true"}
 	evalsha := [][]string{{"evalsha"}}
 	positions := [][]string{{"time", "hgetall", "zmscore", "zmscore"}}
-	statuses := [][]string{{"get", "zscore", "time", "exists", "exists", "hget", "zrange"}}
+	statuses := [][]string{{"get", "zscore", "time", "exists", "get", "hget", "zrange"}}
 	drops := app.metric(t, "boxoffice_session_copy_drops_total")
 	run := func(t *testing.T, steps []step) {
 		t.Helper()

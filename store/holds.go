@@ -66,7 +66,8 @@ const loadTimeout = 30 * time.Second
 //	bought:{e}             hash account id -> tickets bought
 //	cache:ready:{e}        marker that sold:{e} and bought:{e} were loaded
 //	                       within SoldCacheTTL (expiring then)
-//	cache:complete:{e}     marker that they were loaded once (no expiry)
+//	cache:complete:{e}     marker that they were loaded once (no expiry); its
+//	                       value names the load that set it
 //	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
 //	claimed:{e}            zset label -> claim time (Unix ms): seats claimed for
 //	                       a sale (claimSeats) that sold:{e} may not have yet
@@ -372,7 +373,12 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 // previous read: another account's hold or release, or a sale, may show up
 // to MapMaxAge (plus one round trip) late, but an expired hold never shows.
 // A sold seat shows as sold even while a hold on it lingers, and such a hold
-// is not in Mine. Without the sold-seat cache, while PostgreSQL cannot be
+// is not in Mine. A shared read is used only with the copy of the sold seats
+// it was read from: when Redis lost its data since (cache:complete:{e} was
+// set again, with another value, by the load that rebuilt the copy), the
+// caller reads the event's part again, so that a sale a shared read from
+// before the loss missed never shows free after it. Without the sold-seat
+// cache, while PostgreSQL cannot be
 // reached: the copy left in Redis is used if it was complete (see Holds),
 // else the load's error is returned. The same pipeline reads the entry
 // token, and nothing is returned unless it is live and bound to the
@@ -380,8 +386,9 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffice.SeatMapState, error) {
 	eventID, accountID := s.EventID, s.AccountID
 	me := strconv.FormatInt(accountID, 10)
+	copyID := "" // the copy a shared read must come from; "": any
 	for attempt := 0; ; attempt++ {
-		shared, fetch := h.claimSharedMap(eventID)
+		shared, fetch := h.claimSharedMap(eventID, copyID)
 		pipe := h.Redis.Client.TxPipeline()
 		var entry *redis.StringCmd
 		var everAdmitted *redis.FloatCmd
@@ -391,7 +398,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 		}
 		timeCmd := pipe.Time(ctx)
 		ready := pipe.Exists(ctx, h.Redis.Key("cache:ready:{%d}", eventID))
-		complete := pipe.Exists(ctx, h.Redis.Key("cache:complete:{%d}", eventID))
+		complete := pipe.Get(ctx, h.Redis.Key("cache:complete:{%d}", eventID))
 		bought := pipe.HGet(ctx, h.Redis.Key("bought:{%d}", eventID), me)
 		mine := pipe.ZRangeWithScores(ctx, h.holdKey(eventID, accountID), 0, -1)
 		var held *redis.ZSliceCmd
@@ -419,7 +426,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 			} else if err = h.loadSoldCache(ctx, eventID); err == nil {
 				h.storeSharedMap(eventID, nil, fetch)
 				continue
-			} else if Unreachable(err) && complete.Val() == 1 {
+			} else if Unreachable(err) && complete.Val() != "" {
 				err = nil // use the copy this transaction read
 			}
 		}
@@ -427,8 +434,12 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 			h.storeSharedMap(eventID, nil, fetch)
 			return boxoffice.SeatMapState{}, err
 		}
+		if !fetch && shared.copyID != complete.Val() && attempt < 2 {
+			copyID = complete.Val() // the shared read is from before a loss
+			continue
+		}
 		if fetch {
-			shared = &sharedMap{read: h.Redis.Now(), held: make(map[string]heldSeat, len(held.Val())), sold: sold.Val()}
+			shared = &sharedMap{read: h.Redis.Now(), copyID: complete.Val(), held: make(map[string]heldSeat, len(held.Val())), sold: sold.Val()}
 			hs := holders.Val()
 			for _, z := range held.Val() {
 				l := z.Member.(string)
@@ -469,8 +480,11 @@ const DefaultMapMaxAge = time.Second
 // by every SeatStatuses call of the process until it is MapMaxAge old.
 type sharedMap struct {
 	read time.Time // on the store's clock (Redis.Now): only its age matters
-	held map[string]heldSeat
-	sold []string
+	// copyID is cache:complete:{e}'s value when it was read: it changes only
+	// when Redis lost its data and the copy of the sold seats was rebuilt.
+	copyID string
+	held   map[string]heldSeat
+	sold   []string
 }
 
 type heldSeat struct {
@@ -487,8 +501,9 @@ type sharedMapSlot struct {
 
 // claimSharedMap returns the event's shared read and whether the caller must
 // read it again (then it must call storeSharedMap). Only one caller at a time
-// reads again while an older read exists; callers without any read all read.
-func (h *Holds) claimSharedMap(eventID int64) (*sharedMap, bool) {
+// reads again while an older read exists; callers without any read, or
+// without one of the copy copyID (unless it is ""), all read.
+func (h *Holds) claimSharedMap(eventID int64, copyID string) (*sharedMap, bool) {
 	if h.MapMaxAge <= 0 {
 		return nil, true
 	}
@@ -499,7 +514,7 @@ func (h *Holds) claimSharedMap(eventID int64) (*sharedMap, bool) {
 		slot = &sharedMapSlot{}
 		h.maps[eventID] = slot
 	}
-	if slot.m != nil && (slot.reading || h.Redis.Now().Sub(slot.m.read) < h.MapMaxAge) {
+	if slot.m != nil && (copyID == "" || slot.m.copyID == copyID) && (slot.reading || h.Redis.Now().Sub(slot.m.read) < h.MapMaxAge) {
 		return slot.m, false
 	}
 	slot.reading = true

@@ -900,6 +900,61 @@ func TestHolds_SeatStatuses_Shared(t *testing.T) {
 	}
 }
 
+// TestHolds_SeatStatuses_SharedAfterLoss checks that a shared read from
+// before Redis lost its data is never used after it, however fresh: a seat
+// sold after that read (and before the loss) shows sold as soon as the copy
+// of the sold seats is rebuilt from PostgreSQL, whether SeatStatuses or a
+// hold rebuilds it, and racing callers all see it.
+func TestHolds_SeatStatuses_SharedAfterLoss(t *testing.T) {
+	t.Parallel()
+	for _, rebuilder := range []string{"SeatStatuses", "Hold"} {
+		t.Run("RebuiltBy"+rebuilder, func(t *testing.T) {
+			t.Parallel()
+			env := newHoldsEnv(t)
+			ev := newHoldEvent(t, env.DB, 40)
+			ctx := context.Background()
+			h, err := store.NewHolds(env.DB, env.R, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h.MapMaxAge = time.Hour // the shared read never grows old here
+			statuses := func(acct int64) boxoffice.SeatMapState {
+				st, err := h.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: acct})
+				if err != nil {
+					t.Errorf("SeatStatuses: %v", err)
+				}
+				return st
+			}
+			sold := ev.R[0]
+			if st := statuses(2); st.Status(sold) != boxoffice.SeatFree {
+				t.Fatalf("before the sale %s shows %q, want free", sold, st.Status(sold))
+			}
+			buyer := newHoldAccount(t, env.DB)
+			total := sellSeats(t, env.DB, ev.ID, buyer, sold)
+			if err := h.MarkSold(ctx, ev.ID, buyer, []string{sold}, total); err != nil {
+				t.Fatal(err)
+			}
+			if st := statuses(2); st.Status(sold) != boxoffice.SeatFree {
+				t.Fatalf("the shared read shows %s %q, want free still (it is an hour fresh)", sold, st.Status(sold))
+			}
+			forgetRedis(t, env.R)
+			if rebuilder == "Hold" {
+				_, err := h.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: 3, Limit: limit, TTL: holdTTL}, []string{sold})
+				wantError(t, err, boxoffice.ESEATTAKEN)
+			}
+			var wrong atomic.Int64
+			storetest.AtOnce(100, func(i int) {
+				if statuses(int64(100+i)).Status(sold) != boxoffice.SeatSold {
+					wrong.Add(1)
+				}
+			})
+			if n := wrong.Load(); n != 0 {
+				t.Errorf("after the loss %d of 100 racing callers see sold seat %s as not sold", n, sold)
+			}
+		})
+	}
+}
+
 func TestHolds_MyHolds(t *testing.T) {
 	t.Parallel()
 	env := newHoldsEnv(t)

@@ -13,7 +13,10 @@
 -- The freshness marker KEYS[1] expires, so that the copy is merged with
 -- PostgreSQL's again; the completeness marker KEYS[5] does not: it says that
 -- the copy was loaded whole once and kept since (MarkSold), and it goes only
--- when Redis loses its data, with the copy. Both are set here, in the script
+-- when Redis loses its data, with the copy. Its value, the name of the load
+-- that first set it, changes only then: SeatStatuses' shared reads of the
+-- sold seats compare it, to drop a read from before a loss. Both are set
+-- here, in the script
 -- that writes the data, so that neither ever stands for a copy that is not
 -- there.
 --
@@ -51,6 +54,6 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - tonumber(ARGV[2])))
-redis.call('SET', KEYS[5], '1')
+redis.call('SET', KEYS[5], KEYS[4], 'NX')
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 return 1
