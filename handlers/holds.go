@@ -69,7 +69,7 @@ func (s *Server) handleHold(c echo.Context) error {
 	if err != nil {
 		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
-	return s.holdChanged(c, e, es, mine, notice, err, form.Get("section"))
+	return s.holdChanged(c, e, es, mine, notice, err, form.Get("section"), form["seat"])
 }
 
 // holdRefused decides what a hold or release that failed with err answers:
@@ -135,15 +135,17 @@ func (s *Server) handleRelease(c echo.Context) error {
 	if err != nil {
 		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
-	return s.holdChanged(c, e, es, mine, notice, err, "")
+	return s.holdChanged(c, e, es, mine, notice, err, "", []string{label})
 }
 
-// holdChanged answers a hold or release for people: for htmx, the hold
-// panel with the notice and the account's own part of the seat map as the
-// hold or release read it (no other round trip), at refused's status (200
-// when it is nil); otherwise the notice as a flash and 303 to the seat map
-// (to the list of section, if any).
-func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats, mine boxoffice.SeatMapState, notice views.Notice, refused error, section string) error {
+// holdChanged answers a hold or release of seats for people: for htmx, the
+// hold panel with the notice and the account's own part of the seat map as
+// the hold or release read it (no other round trip), at refused's status
+// (200 when it is nil); otherwise the notice as a flash and 303 to the list
+// of section, or of the first seat's section, where the notice and the
+// fan's holds show (the shared seat map page shows neither without
+// JavaScript); to the seat map if no seat is on the map.
+func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats, mine boxoffice.SeatMapState, notice views.Notice, refused error, section string, seats []string) error {
 	ctx := c.Request().Context()
 	if isHTMX(c) {
 		status := http.StatusOK
@@ -154,6 +156,9 @@ func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats,
 	}
 	s.Sessions.Put(ctx, sessNotice, notice.Text)
 	s.Sessions.Put(ctx, sessNoticeError, notice.Error)
+	if section == "" && len(seats) > 0 {
+		section = es.view(e).SectionOf(seats[0])
+	}
 	return c.Redirect(http.StatusSeeOther, views.SectionSeatsURL(e.ID, section))
 }
 

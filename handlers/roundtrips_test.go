@@ -152,6 +152,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	evalsha := [][]string{{"evalsha"}}
 	positions := [][]string{{"time", "hgetall", "zmscore", "zmscore"}}
 	statuses := [][]string{{"get", "zscore", "time", "exists", "get", "hget", "zrange"}}
+	entry := [][]string{{"get", "pttl", "zscore"}}
 	drops := app.metric(t, "boxoffice_session_copy_drops_total")
 	run := func(t *testing.T, steps []step) {
 		t.Helper()
@@ -188,14 +189,20 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 		{"position status of a fan admitted (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, positions},
 		{"position status of a fan admitted (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, positions},
 		{"seat statuses", "GET", seatsPath(id) + "/status", nil, asJSON, http.StatusOK, statuses},
-		{"seat map page", "GET", seatsPath(id), nil, nil, http.StatusOK, statuses},
+		{"seat map page", "GET", seatsPath(id), nil, nil, http.StatusOK, entry},
+		{"hold panel (htmx)", "GET", seatsPath(id), nil, htmx, http.StatusOK, statuses},
+		{"list of a section's seats", "GET", seatsPath(id) + "?section=A", nil, nil, http.StatusOK, statuses},
 		{"seat map (JSON)", "GET", seatsPath(id), nil, asJSON, http.StatusOK, statuses},
 		{"hold (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1", "A-2-2"}}, asJSON, http.StatusOK, evalsha},
 		{"hold (htmx)", "POST", holdsPath(id), url.Values{"seat": {"A-2-3"}}, htmx, http.StatusOK, evalsha},
 		{"hold of a seat already held (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1"}}, asJSON, http.StatusOK, evalsha},
 		{"release (JSON)", "DELETE", holdsPath(id) + "/A-2-1", nil, asJSON, http.StatusOK, evalsha},
 		{"release (htmx)", "DELETE", holdsPath(id) + "/A-2-2", nil, htmx, http.StatusOK, evalsha},
-		{"entry time", "GET", event + "/entry", nil, asJSON, http.StatusOK, [][]string{{"get", "pttl", "zscore"}}},
+		{"entry time", "GET", event + "/entry", nil, asJSON, http.StatusOK, entry},
+	})
+	etag := fan.do("GET", seatsPath(id), nil).Header.Get("ETag")
+	run(t, []step{
+		{"seat map page, warm (304)", "GET", seatsPath(id), nil, []string{"If-None-Match: " + etag}, http.StatusNotModified, entry},
 	})
 
 	// A fan without an entry is refused in the same single round trip.

@@ -195,12 +195,15 @@ func (s *Server) seatMapRequest(c echo.Context) (*boxoffice.Event, *eventSeats, 
 	return e, es, sh, nil
 }
 
-// handleSeatMap handles GET /events/:id/seats: the seat map page; for htmx,
-// the hold panel alone (seatmap.js reloads it when the fan's holds change);
-// JSON as CONTRACT.md says (seatMapJSON). The statuses and the entry check
-// cost one Redis round trip (Holds.SeatStatuses) whatever the number of
-// seats. ?section= opens the list of that section's seats; 400 for a name
-// that is not a section's.
+// handleSeatMap handles GET /events/:id/seats: the seat map page, the same
+// for every fan, from the instance's cache (seatMapPages) once the entry is
+// checked (one Redis round trip), with an ETag and 304 to If-None-Match;
+// for htmx, the fan's hold panel (static/seatmap.js loads it, and reloads it
+// when the fan's holds change); ?section= the fan's list of that section's
+// seats (the way without JavaScript); JSON as CONTRACT.md says
+// (seatMapJSON). The statuses and the entry check cost one Redis round trip
+// (Holds.SeatStatuses) whatever the number of seats. 400 for a section
+// that is not one of the map's.
 func (s *Server) handleSeatMap(c echo.Context) error {
 	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
@@ -211,6 +214,16 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 		return s.entryFirst(c, sh, err)
 	}
 	ctx := c.Request().Context()
+	if sharesSeatMapPage(c) {
+		if err := s.entryFirst(c, sh, nil); err != nil {
+			return err
+		}
+		page, err := s.seatMapPages.page(e, es, views.Lang(ctx))
+		if err != nil {
+			return err
+		}
+		return page.serve(c)
+	}
 	st, err := s.Holds.SeatStatuses(ctx, sh)
 	if err != nil {
 		return s.noEntry(c, e.ID, err)
@@ -224,8 +237,8 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 	if isHTMX(c) {
 		return render(c, http.StatusOK, views.HoldPanel(views.HoldPanelData{Map: m, State: st, Limit: e.MaxPerAccount, Notice: notice}))
 	}
-	return render(c, http.StatusOK, views.SeatMapPage(views.SeatMapPageData{
-		Event: e, Map: m, State: st, Notice: notice, Section: section,
+	return render(c, http.StatusOK, views.SeatSectionPage(views.SeatSectionPageData{
+		Event: e, Map: m, Section: m.Section(section), State: st, Notice: notice,
 	}))
 }
 

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"io"
 	"os"
 	"testing"
@@ -59,17 +58,27 @@ func BenchmarkSeatMap_Status(b *testing.B) {
 	}
 }
 
-// BenchmarkSeatMap_Page renders the seat map page of 15,000 seats.
+// BenchmarkSeatMap_Page renders the seat map page of 15,000 seats (once
+// per event, version and language: seatMapPages), and reports its size as
+// it is and compressed.
 func BenchmarkSeatMap_Page(b *testing.B) {
-	e, es, st := arena(b)
+	e, es, _ := arena(b)
 	m := es.view(e)
-	page := views.SeatMapPage(views.SeatMapPageData{Event: e, Map: m, State: st})
+	page := views.SeatMapPage(views.SeatMapPageData{Event: e, Map: m})
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := page.Render(context.Background(), io.Discard); err != nil {
+		if err := page.Render(views.WithShared(views.Korean), io.Discard); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.StopTimer()
+	pg, err := (&seatMapPages{}).page(e, es, views.Korean)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(len(pg.plain))/1024, "KB")
+	b.ReportMetric(float64(len(pg.gzip))/1024, "KB-gzip")
+	b.ReportMetric(float64(len(pg.brz))/1024, "KB-br")
 }
 
 // BenchmarkSeatMap_Build lays out the arena's map (once per event and

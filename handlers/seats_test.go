@@ -249,6 +249,10 @@ func TestSeatMap_JSON(t *testing.T) {
 	})
 }
 
+// TestSeatMap_Page checks the seat map page that every fan shares (the map,
+// the legend, the list of sections, a place for the hold panel, and no
+// fan's state) and the fan's own parts: the hold panel (htmx) and the list
+// of a section's seats.
 func TestSeatMap_Page(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
@@ -264,18 +268,14 @@ func TestSeatMap_Page(t *testing.T) {
 		t.Errorf("the map draws %d seats, want %d", n, seatEventSeats)
 	}
 	seat := d.Find(`circle[data-id="A-1-2"]`)
-	if label, _ := seat.Attr("aria-label"); label != "Section A, row 1, seat 2, R seat, ₩150,000" {
-		t.Errorf("seat A-1-2 aria-label = %q", label)
-	}
-	if _, disabled := seat.Attr("aria-disabled"); disabled || seat.HasClass("held") {
-		t.Error("free seat A-1-2 is marked as not free")
+	if desc, _ := seat.Parent().Attr("data-desc"); desc != "Section A, row {r}, seat {n}, R seat, ₩150,000" {
+		t.Errorf("seat A-1-2's group describes its seats as %q", desc)
 	}
 	if fill, _ := seat.Parent().Attr("fill"); fill != "#c0392b" || !seat.Parent().HasClass("grade-R") {
 		t.Errorf("seat A-1-2 is in a group of fill %q, want grade R's #c0392b", fill)
 	}
-	held := d.Find(`circle[data-id="A-2-1"]`)
-	if _, disabled := held.Attr("aria-disabled"); !held.HasClass("held") || !disabled {
-		t.Error("seat A-2-1, held by another fan, is not shown as held")
+	if n := d.Find(`#seatmap circle[class], #seatmap circle[aria-disabled]`).Length(); n != 0 {
+		t.Errorf("%d seats carry a status in the page every fan shares, want none (seatmap.js marks them)", n)
 	}
 	if n := d.Find(`circle[tabindex]`).Length(); n != 1 {
 		t.Errorf("%d seats are tab stops, want 1 (arrow keys move it)", n)
@@ -288,38 +288,17 @@ func TestSeatMap_Page(t *testing.T) {
 			t.Errorf("legend of grade %s = %q, want its price %s", code, got, price)
 		}
 	}
-	if got := testid(d, "seats-left"); !strings.Contains(got, "5 more of your 5") {
-		t.Errorf("seats left = %q, want 5 more of your 5", got)
+	if d.Find(`#hold-panel`).Length() != 1 || testid(d, "hold-panel") != "" {
+		t.Errorf("hold panel = %q, want an empty place for the fan's panel", testid(d, "hold-panel"))
 	}
-	if testid(d, "no-holds") == "" {
-		t.Error("a fan without holds is not told so")
+	if d.Find(`[data-testid=nav-account]`).Length() != 0 || d.Find(`[data-testid=logout]`).Length() != 1 {
+		t.Error("the shared page's navigation names an account or lacks the log-out button")
 	}
-
-	hold(t, fan, e.ID, "A-1-2", "A-1-3")
-	d = doc(t, fan.do("GET", seatsPath(e.ID), nil))
-	if got := testid(d, "seats-left"); !strings.Contains(got, "3 more of your 5") {
-		t.Errorf("seats left after holding 2 = %q, want 3 more of your 5", got)
-	}
-	ttl, ok := d.Find(`[data-testid=hold-countdown]`).Attr("data-ttl-ms")
-	ms, err := strconv.ParseInt(ttl, 10, 64)
-	if !ok || err != nil || ms <= 290_000 || ms > 300_000 {
-		t.Errorf("countdown data-ttl-ms = %q, want just under 300000 (the hold TTL)", ttl)
-	}
-	if got := testid(d, "hold-countdown"); !strings.Contains(got, "min") {
-		t.Errorf("countdown text = %q, want minutes left", got)
-	}
-	if got := testid(d, "held-seats"); !strings.Contains(got, "Section A, row 1, seat 2") || !strings.Contains(got, "Section A, row 1, seat 3") {
-		t.Errorf("held seats = %q, want A-1-2 and A-1-3 described", got)
-	}
-	if !d.Find(`circle[data-id="A-1-2"]`).HasClass("mine") {
-		t.Error("the fan's own seat is not shown as theirs")
-	}
-	if mine, _ := d.Find(`[data-mine]`).Attr("data-mine"); mine != `["A-1-2","A-1-3"]` {
-		t.Errorf("data-mine = %q", mine)
+	if url, _ := d.Find(`[data-status-url]`).Attr("data-status-url"); url != seatsPath(e.ID)+"/status" {
+		t.Errorf("data-status-url = %q", url)
 	}
 
 	t.Run("SectionList", func(t *testing.T) {
-		d := doc(t, fan.do("GET", seatsPath(e.ID), nil))
 		if got := testid(d, "section-A"); got != "A" {
 			t.Errorf("section link = %q", got)
 		}
@@ -327,12 +306,50 @@ func TestSeatMap_Page(t *testing.T) {
 		if link != "/events/"+strconv.FormatInt(e.ID, 10)+"/seats?section=Box+B#pick" {
 			t.Errorf("link to section Box B = %q", link)
 		}
-		if got := d.Find(`[data-testid=section-A]`).Parent().Text(); !strings.Contains(got, "15 free") {
-			t.Errorf("section A says %q, want 15 free (18 less 3 held)", got)
+		if got := d.Find(`[data-testid=section-A]`).Parent().Text(); !strings.Contains(got, "18 seats") {
+			t.Errorf("section A says %q, want 18 seats", got)
 		}
+	})
+
+	hold(t, fan, e.ID, "A-1-2", "A-1-3")
+
+	t.Run("Panel", func(t *testing.T) {
+		resp := fan.do("GET", seatsPath(e.ID), nil, "HX-Request: true")
+		wantStatus(t, resp, http.StatusOK)
+		d := doc(t, resp)
+		if d.Find("main").Length() != 0 || d.Find("svg#seatmap").Length() != 0 {
+			t.Error("the htmx answer is not the hold panel alone")
+		}
+		if got := testid(d, "seats-left"); !strings.Contains(got, "3 more of your 5") {
+			t.Errorf("seats left after holding 2 = %q, want 3 more of your 5", got)
+		}
+		ttl, ok := d.Find(`[data-testid=hold-countdown]`).Attr("data-ttl-ms")
+		ms, err := strconv.ParseInt(ttl, 10, 64)
+		if !ok || err != nil || ms <= 290_000 || ms > 300_000 {
+			t.Errorf("countdown data-ttl-ms = %q, want just under 300000 (the hold TTL)", ttl)
+		}
+		if got := testid(d, "hold-countdown"); !strings.Contains(got, "min") {
+			t.Errorf("countdown text = %q, want minutes left", got)
+		}
+		if got := testid(d, "held-seats"); !strings.Contains(got, "Section A, row 1, seat 2") || !strings.Contains(got, "Section A, row 1, seat 3") {
+			t.Errorf("held seats = %q, want A-1-2 and A-1-3 described", got)
+		}
+		if mine, _ := d.Find(`[data-mine]`).Attr("data-mine"); mine != `["A-1-2","A-1-3"]` {
+			t.Errorf("data-mine = %q", mine)
+		}
+		d = doc(t, other.do("GET", seatsPath(e.ID), nil, "HX-Request: true"))
+		if got := testid(d, "seats-left"); !strings.Contains(got, "4 more of your 5") {
+			t.Errorf("the other fan's seats left = %q, want 4 more of your 5", got)
+		}
+	})
+
+	t.Run("Section", func(t *testing.T) {
 		resp := fan.do("GET", seatsPath(e.ID)+"?section=A", nil)
 		wantStatus(t, resp, http.StatusOK)
-		d = doc(t, resp)
+		if cc := resp.Header.Get("Cache-Control"); cc != "no-store" || resp.Header.Get("ETag") != "" {
+			t.Errorf("a fan's list: Cache-Control %q, ETag %q; want no-store and none", cc, resp.Header.Get("ETag"))
+		}
+		d := doc(t, resp)
 		if n := d.Find(`[data-testid=list-form] input[type=checkbox][name=seat]`).Length(); n != 18 {
 			t.Errorf("section A lists %d seats, want 18", n)
 		}
@@ -345,14 +362,11 @@ func TestSeatMap_Page(t *testing.T) {
 		if v, _ := d.Find(`[data-testid=list-form] input[name=section]`).Attr("value"); v != "A" {
 			t.Errorf("the list form's section = %q, want A", v)
 		}
-	})
-
-	t.Run("Fragment", func(t *testing.T) {
-		resp := fan.do("GET", seatsPath(e.ID), nil, "HX-Request: true")
-		wantStatus(t, resp, http.StatusOK)
-		d := doc(t, resp)
-		if d.Find("main").Length() != 0 || d.Find("svg#seatmap").Length() != 0 || testid(d, "held-seats") == "" {
-			t.Error("the htmx answer is not the hold panel alone")
+		if got := testid(d, "held-seats"); !strings.Contains(got, "Section A, row 1, seat 2") {
+			t.Errorf("the list's hold panel shows %q, want the fan's held seats", got)
+		}
+		if d.Find(`[data-testid=checkout]`).Length() != 1 || testid(d, "nav-account") != "fan@example.com" {
+			t.Errorf("the list lacks the check-out button or the fan's name (%q)", testid(d, "nav-account"))
 		}
 	})
 }
@@ -445,16 +459,16 @@ func TestHolds_Hold(t *testing.T) {
 		if got := testid(d, "hold-notice"); !strings.Contains(got, "You hold 2 seats for") {
 			t.Errorf("notice = %q, want that 2 seats are held", got)
 		}
-		if testid(doc(t, c.do("GET", seatsPath(e.ID), nil)), "hold-notice") != "" {
+		if testid(doc(t, c.do("GET", seatsPath(e.ID), nil, "HX-Request: true")), "hold-notice") != "" {
 			t.Error("the notice shows twice")
 		}
 
 		resp = c.do("POST", holdsPath(e.ID), url.Values{"seat": {"A-3-1"}})
 		wantStatus(t, resp, http.StatusSeeOther)
-		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID) {
-			t.Errorf("Location = %q, want the seat map", loc)
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID)+"?section=A#pick" {
+			t.Errorf("Location = %q, want the list of the seat's section, A", loc)
 		}
-		d = doc(t, c.do("GET", seatsPath(e.ID), nil))
+		d = doc(t, c.do("GET", seatsPath(e.ID)+"?section=A", nil))
 		notice := d.Find(`[data-testid=hold-notice]`)
 		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "just taken") || !strings.Contains(notice.Text(), "Section A, row 3, seat 1") {
 			t.Errorf("notice = %q, want the refusal naming section A, row 3, seat 1", notice.Text())
@@ -511,12 +525,13 @@ func TestHolds_Release(t *testing.T) {
 	t.Run("AnotherFansSeat", func(t *testing.T) {
 		resp := fan.do("DELETE", holdsPath(e.ID)+"/A-1-2", nil, "Accept: application/json")
 		wantStatus(t, resp, http.StatusNotFound)
-		wantStatus(t, fan.do("POST", holdsPath(e.ID)+"/A-1-2/release", nil), http.StatusSeeOther)
+		resp = fan.do("POST", holdsPath(e.ID)+"/A-1-2/release", nil)
+		wantStatus(t, resp, http.StatusSeeOther)
 		m := getSeatMap(t, other, e.ID)
 		if !slices.Contains(m.Holds.Seats, "A-1-2") || m.statuses()["A-1-2"] != "mine" {
 			t.Errorf("the other fan's holds = %v, want A-1-2 untouched", m.Holds.Seats)
 		}
-		d := doc(t, fan.do("GET", seatsPath(e.ID), nil))
+		d := doc(t, fan.do("GET", resp.Header.Get("Location"), nil))
 		if n := d.Find(`[data-testid=hold-notice].error`).Length(); n != 1 {
 			t.Error("the refused release is not explained")
 		}
@@ -531,7 +546,10 @@ func TestHolds_Release(t *testing.T) {
 		hold(t, fan, e.ID, "A-2-2")
 		resp := fan.do("POST", holdsPath(e.ID)+"/A-2-2/release", nil)
 		wantStatus(t, resp, http.StatusSeeOther)
-		d := doc(t, fan.do("GET", seatsPath(e.ID), nil))
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID)+"?section=A#pick" {
+			t.Errorf("Location = %q, want the list of the released seat's section, A", loc)
+		}
+		d := doc(t, fan.do("GET", resp.Header.Get("Location"), nil))
 		if got := testid(d, "hold-notice"); !strings.Contains(got, "Section A, row 2, seat 2") {
 			t.Errorf("notice = %q, want the released seat named", got)
 		}

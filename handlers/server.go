@@ -77,8 +77,10 @@ type Server struct {
 	AdmissionTick time.Duration
 	queueHub      *queueHub
 
-	// Seat map (issue 5): each event's seats, loaded once per process.
-	seatMaps seatMapCache
+	// Seat map (issue 5): each event's seats, loaded once per process, and
+	// its page, rendered and compressed once per event, version and language.
+	seatMaps     seatMapCache
+	seatMapPages seatMapPages
 
 	// DefaultLang is the language of a visitor who states none (a tag of
 	// views.Langs; DEFAULT_LANG): views.Korean when "".
@@ -159,7 +161,8 @@ func (s *Server) Handler() http.Handler {
 	// Seat map and holds (issue 5): an entry token of this session needed,
 	// checked by the store in the same Redis step as the action.
 	gzip := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10})
-	app.GET("/events/:id/seats", s.handleSeatMap, gzip, requireAccount)
+	gzipButShared := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10, Skipper: sharesSeatMapPage})
+	app.GET("/events/:id/seats", s.handleSeatMap, gzipButShared, requireAccount)
 	app.GET("/events/:id/seats/status", s.handleSeatStatus, gzip, requireAccount)
 	app.POST("/events/:id/holds", s.handleHold, requireAccount)
 	app.DELETE("/events/:id/holds/:seat", s.handleRelease, requireAccount)

@@ -1,9 +1,15 @@
-// The seat map page (views/seatmap.templ): choosing seats with the mouse or
-// the keyboard (Tab to the map, arrow keys to move, Enter or Space to choose),
-// the statuses refreshed every few seconds from /events/{id}/seats/status
-// without a reload, the countdown of the fan's holds from the TTL the server
-// read from Redis (resynchronised on each refresh; at zero the seats show as
-// free), and zoom. Every sentence comes from the page; this file moves them.
+// The seat map page (views/seats.templ): the page is the same for every fan
+// (the server keeps it rendered), so this file brings in the fan's part: the
+// hold panel (the page's own URL as htmx asks for it) and the statuses from
+// /events/{id}/seats/status, at once and then every few seconds without a
+// reload. It also drives choosing seats with the mouse or the keyboard (Tab
+// to the map, arrow keys to move, Enter or Space to choose), the countdown of
+// the fan's holds from the TTL the server read from Redis (resynchronised on
+// each refresh; at zero the seats show as free), and zoom. Seats carry no
+// description each: a seat's comes from its group's data-desc, with its row
+// and number from its label, and is given to the seat (role checkbox,
+// aria-label) while the browser is idle, or when it gets the focus. Every
+// sentence comes from the page; this file moves them.
 (function () {
   "use strict";
   var REFRESH_MS = 3000;
@@ -37,8 +43,28 @@
     ys[i] = +el.getAttribute("cy");
   }
   var statuses = new Map(); // seat id -> "held", "sold" or "mine"; free seats are absent
-  svg.querySelectorAll("circle.held, circle.sold, circle.mine").forEach(function (el) {
-    statuses.set(el.getAttribute("data-id"), el.getAttribute("class"));
+
+  // A seat's description, from its group's data-desc and its label
+  // "section-row-number" (rows and numbers are digits only).
+  function describe(el) {
+    var parts = el.getAttribute("data-id").split("-");
+    var number = parts.pop(), row = parts.pop();
+    return el.parentNode.getAttribute("data-desc").replace("{r}", row).replace("{n}", number);
+  }
+  function label(el) {
+    if (el.hasAttribute("aria-label")) return;
+    el.setAttribute("role", "checkbox");
+    el.setAttribute("aria-label", describe(el));
+    el.setAttribute("aria-checked", chosen.has(el.getAttribute("data-id")) ? "true" : "false");
+  }
+  function labelAll(from) {
+    var to = Math.min(from + 1500, seats.length);
+    for (var i = from; i < to; i++) label(seats[i]);
+    if (to < seats.length) idle(function () { labelAll(to); });
+  }
+  var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
+  svg.addEventListener("focusin", function (e) {
+    if (e.target.hasAttribute && e.target.hasAttribute("data-id")) label(e.target);
   });
 
   // The selection: seat id -> its item in the hold form.
@@ -70,6 +96,7 @@
       return;
     }
     var item = itemTemplate.content.firstElementChild.cloneNode(true);
+    label(el);
     item.querySelector("[data-name]").textContent = el.getAttribute("aria-label");
     item.querySelector("input").value = id;
     item.setAttribute("data-seat", id);
@@ -120,6 +147,7 @@
   // Keyboard: one tab stop in the map (roving tabindex), moved by the arrow keys.
   var current = svg.querySelector("circle[tabindex]");
   function focusSeat(el) {
+    label(el);
     if (current && current !== el) current.removeAttribute("tabindex");
     el.setAttribute("tabindex", "0");
     current = el;
@@ -242,10 +270,10 @@
   }
   function refresh() {
     clearTimeout(refreshTimer);
-    if (refreshing) return;
+    if (refreshing) return Promise.resolve();
     refreshing = true;
     var sent = performance.now();
-    fetch(page.getAttribute("data-status-url"), { headers: { Accept: "application/json" }, credentials: "same-origin" })
+    return fetch(page.getAttribute("data-status-url"), { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (r) {
         if (r.status === 403) { window.location.reload(); return Promise.reject(r.status); }
         return r.ok ? r.json() : Promise.reject(r.status);
@@ -282,7 +310,11 @@
   form.hidden = false;
   zoomControls.hidden = false;
   showSelection();
-  startCountdown();
-  refreshTimer = setTimeout(refresh, REFRESH_MS);
-  performance.mark("seatmap-ready");
+  performance.mark("seatmap-drawn");
+  // The fan's part: the hold panel and the statuses, at once; the map is
+  // ready once both are in (or failed: the refresh tries again).
+  Promise.all([loadPanel().catch(function () {}), refresh()]).then(function () {
+    performance.mark("seatmap-ready");
+    idle(function () { labelAll(0); });
+  });
 })();

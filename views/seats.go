@@ -67,12 +67,15 @@ type MapSection struct {
 type mapSeat struct {
 	label, section, row, number, grade string
 	x, y                               float64
-	markup                             []string // per language of Langs: `<circle ...` up to its status attributes
+	markup                             string // `<circle .../>`: the same in every language
 }
 
-// seatRun is a stretch of seats drawn inside one <g> of their grade's colour.
+// seatRun is a stretch of seats of one section and grade drawn inside one
+// <g> of their grade's colour, whose data-desc is the description of its
+// seats with "{r}" and "{n}" for the row and number (static/seatmap.js
+// describes a seat from it, so that 15,000 seats carry no description each).
 type seatRun struct {
-	open     string
+	open     []string // per language of Langs: the <g> start tag
 	from, to int
 }
 
@@ -112,32 +115,31 @@ func NewSeatMap(e *boxoffice.Event, seats []boxoffice.Seat) *SeatMap {
 		if !slices.Contains(m.Sections[sec].Grades, s.Grade) {
 			m.Sections[sec].Grades = append(m.Sections[sec].Grades, s.Grade)
 		}
-		m.seats[i] = mapSeat{label: s.Label, section: s.Section, row: s.Row, number: s.Number, grade: s.Grade, x: s.X, y: s.Y, markup: make([]string, len(Langs))}
-		for li := range Langs {
-			var b strings.Builder
-			b.WriteString(`<circle cx="`)
-			b.WriteString(num(s.X))
-			b.WriteString(`" cy="`)
-			b.WriteString(num(s.Y))
-			b.WriteString(`" r="` + strconv.Itoa(seatRadius) + `" data-id="`)
-			b.WriteString(html.EscapeString(s.Label))
-			b.WriteString(`" role="checkbox" aria-label="`)
-			b.WriteString(html.EscapeString(m.describe(ctxs[li], i)))
-			b.WriteString(`"`)
-			if i == 0 {
-				b.WriteString(` tabindex="0"`) // the map's one tab stop; arrow keys move it (seatmap.js)
-			}
-			m.seats[i].markup[li] = b.String()
+		var b strings.Builder
+		b.WriteString(`<circle cx="`)
+		b.WriteString(num(s.X))
+		b.WriteString(`" cy="`)
+		b.WriteString(num(s.Y))
+		b.WriteString(`" r="` + strconv.Itoa(seatRadius) + `" data-id="`)
+		b.WriteString(html.EscapeString(s.Label))
+		b.WriteString(`"`)
+		if i == 0 {
+			b.WriteString(` tabindex="0"`) // the map's one tab stop; arrow keys move it (seatmap.js)
 		}
+		b.WriteString(`/>`)
+		m.seats[i] = mapSeat{label: s.Label, section: s.Section, row: s.Row, number: s.Number, grade: s.Grade, x: s.X, y: s.Y, markup: b.String()}
 		if n := len(m.runs); n == 0 || seats[i-1].Section != s.Section || seats[i-1].Grade != s.Grade {
 			color := colors[s.Grade]
 			if color == "" {
 				color = boxoffice.DefaultGradeColor
 			}
-			m.runs = append(m.runs, seatRun{
-				open: `<g class="grade grade-` + html.EscapeString(s.Grade) + `" fill="` + html.EscapeString(color) + `">`,
-				from: i,
-			})
+			run := seatRun{open: make([]string, len(Langs)), from: i}
+			for li := range Langs {
+				desc := m.describeSeat(ctxs[li], mapSeat{section: s.Section, row: "{r}", number: "{n}", grade: s.Grade})
+				run.open[li] = `<g class="grade grade-` + html.EscapeString(s.Grade) + `" fill="` + html.EscapeString(color) +
+					`" data-desc="` + html.EscapeString(desc) + `">`
+			}
+			m.runs = append(m.runs, run)
 		}
 		m.runs[len(m.runs)-1].to = i + 1
 	}
@@ -158,7 +160,10 @@ func (m *SeatMap) Describe(ctx context.Context, label string) string {
 }
 
 func (m *SeatMap) describe(ctx context.Context, i int) string {
-	s := m.seats[i]
+	return m.describeSeat(ctx, m.seats[i])
+}
+
+func (m *SeatMap) describeSeat(ctx context.Context, s mapSeat) string {
 	grade, price := s.grade, ""
 	for _, g := range m.Grades {
 		if g.Code == s.grade {
@@ -178,15 +183,13 @@ func (m *SeatMap) Section(name string) *MapSection {
 	return nil
 }
 
-// Free counts the section's free seats in st.
-func (m *SeatMap) Free(sec *MapSection, st boxoffice.SeatMapState) int {
-	n := 0
-	for _, i := range sec.Seats {
-		if st.Status(m.seats[i].label) == boxoffice.SeatFree {
-			n++
-		}
+// SectionOf returns the name of the section of the seat with the label, or
+// "" for a seat not on the map.
+func (m *SeatMap) SectionOf(label string) string {
+	if i, ok := m.index[label]; ok {
+		return m.seats[i].section
 	}
-	return n
+	return ""
 }
 
 // MapRow is one row of a section in the seat list of the page without
@@ -217,21 +220,18 @@ func (m *SeatMap) Rows(sec *MapSection, st boxoffice.SeatMapState) []MapRow {
 }
 
 // seatsMarkup writes every seat, grouped in <g> elements of their grade's
-// colour, each with its status as a class (none for free seats) and
-// aria-disabled on seats that cannot be chosen. The markup of each seat is
-// built once by NewSeatMap, so a request costs one pass over the seats.
-func (m *SeatMap) seatsMarkup(st boxoffice.SeatMapState) templ.Component {
+// colour and each run's description (data-desc), all of them free: the map
+// is the same for every fan, and static/seatmap.js marks the statuses it
+// reads from the seat statuses. The markup of each seat is built once by
+// NewSeatMap, so a rendering costs one pass over the seats.
+func (m *SeatMap) seatsMarkup() templ.Component {
 	return templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
-		li := slices.Index(Langs, Lang(ctx))
+		li := max(slices.Index(Langs, Lang(ctx)), 0)
 		bw := &errWriter{w: w}
 		for _, r := range m.runs {
-			bw.write(r.open)
+			bw.write(r.open[li])
 			for _, s := range m.seats[r.from:r.to] {
-				bw.write(s.markup[li])
-				if status := st.Status(s.label); status != boxoffice.SeatFree {
-					bw.write(` class="` + string(status) + `" aria-disabled="true"`)
-				}
-				bw.write(`/>`)
+				bw.write(s.markup)
 			}
 			bw.write(`</g>`)
 		}

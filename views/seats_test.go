@@ -106,18 +106,22 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 		seats[i].Label = boxoffice.SeatLabel(seats[i].Section, seats[i].Row, seats[i].Number)
 	}
 	m := NewSeatMap(testEvent(), seats)
-	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{`A"<&-1-2`: boxoffice.SeatSold}}
-	var buf bytes.Buffer
-	if err := m.seatsMarkup(st).Render(in(English), &buf); err != nil {
-		t.Fatal(err)
-	}
-	want := `<g class="grade grade-R" fill="#c0392b">` +
-		`<circle cx="0" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-1" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 1, R seat, ₩150,000" tabindex="0"/>` +
-		`<circle cx="12" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-2" role="checkbox" aria-label="Section A&#34;&lt;&amp;, row 1, seat 2, R seat, ₩150,000" class="sold" aria-disabled="true"/>` +
-		`</g><g class="grade grade-S" fill="#2980b9">` +
-		`<circle cx="48" cy="0" r="5" data-id="B-1-1" role="checkbox" aria-label="Section B, row 1, seat 1, S seat, ₩90,000"/></g>`
-	if got := buf.String(); got != want {
-		t.Errorf("markup =\n%s\nwant\n%s", got, want)
+	for lang, desc := range map[string][2]string{
+		English: {"Section A&#34;&lt;&amp;, row {r}, seat {n}, R seat, ₩150,000", "Section B, row {r}, seat {n}, S seat, ₩90,000"},
+		Korean:  {"A&#34;&lt;&amp;구역 {r}열 {n}번 · R석 · 150,000원", "B구역 {r}열 {n}번 · S석 · 90,000원"},
+	} {
+		var buf bytes.Buffer
+		if err := m.seatsMarkup().Render(in(lang), &buf); err != nil {
+			t.Fatal(err)
+		}
+		want := `<g class="grade grade-R" fill="#c0392b" data-desc="` + desc[0] + `">` +
+			`<circle cx="0" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-1" tabindex="0"/>` +
+			`<circle cx="12" cy="0" r="5" data-id="A&#34;&lt;&amp;-1-2"/>` +
+			`</g><g class="grade grade-S" fill="#2980b9" data-desc="` + desc[1] + `">` +
+			`<circle cx="48" cy="0" r="5" data-id="B-1-1"/></g>`
+		if got := buf.String(); got != want {
+			t.Errorf("markup in %s =\n%s\nwant\n%s", lang, got, want)
+		}
 	}
 }
 

@@ -147,3 +147,19 @@ func durationFormats(ctx context.Context) templ.Attributes {
 // Title returns a per-language text (an event's title, a grade's name) in
 // ctx's language, or another language's when it has none.
 func Title(ctx context.Context, t boxoffice.Text) string { return t.In(Lang(ctx)) }
+
+// sharedKey marks a context for a page rendered once and served to every
+// signed-in visitor who may see it (WithShared).
+type sharedKey struct{}
+
+// WithShared returns a context in lang for rendering a page that is the
+// same for every signed-in visitor, such as the seat map page: the
+// navigation shows a signed-in visitor's links, without an account's name.
+func WithShared(lang string) context.Context {
+	return context.WithValue(boxoffice.NewContextWithLang(context.Background(), lang), sharedKey{}, true)
+}
+
+func isShared(ctx context.Context) bool {
+	shared, _ := ctx.Value(sharedKey{}).(bool)
+	return shared
+}
