@@ -475,14 +475,17 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 // seatMaps is the waiting phase's seat-map step: each polling fan (a share
 // of them: -admitted-map-share) loads the seat map page as a browser does
 // the moment its poll shows it admitted, so at the admission rate: cold (no copy of the page), then warm (If-None-Match
-// with the page's ETag, when it has one). The loads run on workers of their
-// own beside the polls, as fans' browsers do.
+// with the page's ETag, when it has one), both with Accept-Encoding: gzip,
+// as browsers send it (the body is read as sent, not decoded). The loads run
+// on workers of their own beside the polls, as fans' browsers do.
 type seatMaps struct {
 	b          *Bench
 	url        string
 	queue      chan int
 	cold, warm *Recorder
 	etags      atomic.Int64 // cold answers with an ETag
+	gzipped    atomic.Int64 // cold answers sent gzipped
+	coldBytes  atomic.Int64 // bodies of cold answers, as sent
 	workers    sync.WaitGroup
 }
 
@@ -513,9 +516,13 @@ func (m *seatMaps) load(i int) { m.queue <- i }
 func (m *seatMaps) fetch(ctx context.Context, f *Fan) {
 	var etag string
 	m.cold.Time(func() string {
-		a, err := browse(ctx, m.b.client, http.MethodGet, m.url, f, nil)
-		if err == nil {
+		a, err := send(ctx, m.b.client, http.MethodGet, m.url, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: gzip")
+		if err == nil && a.Status == http.StatusOK {
 			etag = a.Header.Get("ETag")
+			m.coldBytes.Add(int64(len(a.Body)))
+			if a.Header.Get("Content-Encoding") == "gzip" {
+				m.gzipped.Add(1)
+			}
 		}
 		return kind(a, err, http.StatusOK)
 	})
@@ -538,6 +545,10 @@ func (m *seatMaps) finish(p *Phase) {
 		return
 	}
 	m.b.addStep(p, m.cold)
+	if n := m.cold.Count(); n > 0 {
+		p.note(fmt.Sprintf("seat map, cold: %.0f KB a page as sent on average, %d of %d answers gzipped, %d with an ETag",
+			float64(m.coldBytes.Load())/1024/float64(n), m.gzipped.Load(), n, m.etags.Load()))
+	}
 	if m.warm.Count() > 0 {
 		m.b.addStep(p, m.warm)
 	} else {

@@ -64,9 +64,10 @@ func browse(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, 
 }
 
 // revalidate sends a browser's GET of a page it holds a copy of: with
-// If-None-Match etag, to which the server may answer 304 Not Modified.
+// If-None-Match etag, to which the server may answer 304 Not Modified, and
+// Accept-Encoding: gzip (a body is read as sent).
 func revalidate(ctx context.Context, c *http.Client, rawURL string, f *Fan, etag string) (answer, error) {
-	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "If-None-Match: "+etag)
+	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "If-None-Match: "+etag, "Accept-Encoding: gzip")
 }
 
 func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string, headers ...string) (answer, error) {
