@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,7 +170,8 @@ func TestJourney_Korean(t *testing.T) {
 	// Every page of the journey in both languages, on a desktop and at a
 	// phone's width.
 	pages := map[string]string{"home": a.URL + "/", "event": a.URL + "/events/" + itoa(hall), "seatmap": seatMapURL,
-		"order": orderURL, "my-orders": a.URL + "/me/orders", "login": a.URL + "/login"}
+		"seat-section": seatMapURL + "?section=" + url.QueryEscape("1층 C") + "#pick",
+		"order":        orderURL, "my-orders": a.URL + "/me/orders", "login": a.URL + "/login"}
 	for _, lang := range views.Langs {
 		must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
 		for _, size := range []struct {

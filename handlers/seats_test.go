@@ -268,7 +268,7 @@ func TestSeatMap_Page(t *testing.T) {
 		t.Errorf("the map draws %d seats, want %d", n, seatEventSeats)
 	}
 	seat := d.Find(`circle[data-id="A-1-2"]`)
-	if desc, _ := seat.Parent().Attr("data-desc"); desc != "Section A, row {r}, seat {n}, R seat, ₩150,000" {
+	if desc, _ := seat.Parent().Attr("data-desc"); desc != "Section A, row <r>, seat <n>, R seat, ₩150,000" {
 		t.Errorf("seat A-1-2's group describes its seats as %q", desc)
 	}
 	if fill, _ := seat.Parent().Attr("fill"); fill != "#c0392b" || !seat.Parent().HasClass("grade-R") {

@@ -44,12 +44,13 @@
   }
   var statuses = new Map(); // seat id -> "held", "sold" or "mine"; free seats are absent
 
-  // A seat's description, from its group's data-desc and its label
+  // A seat's description, from its group's data-desc (with "<r>" and "<n>"
+  // for the row and number: no section's name holds < or >) and its label
   // "section-row-number" (rows and numbers are digits only).
   function describe(el) {
     var parts = el.getAttribute("data-id").split("-");
     var number = parts.pop(), row = parts.pop();
-    return el.parentNode.getAttribute("data-desc").replace("{r}", row).replace("{n}", number);
+    return el.parentNode.getAttribute("data-desc").replace("<r>", row).replace("<n>", number);
   }
   function label(el) {
     if (el.hasAttribute("aria-label")) return;
@@ -62,7 +63,7 @@
     for (var i = from; i < to; i++) label(seats[i]);
     if (to < seats.length) idle(function () { labelAll(to); });
   }
-  var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 50); };
+  var idle = window.requestIdleCallback ? window.requestIdleCallback.bind(window) : function (f) { return setTimeout(f, 50); };
   svg.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-id")) label(e.target);
   });

@@ -72,7 +72,8 @@ type mapSeat struct {
 
 // seatRun is a stretch of seats of one section and grade drawn inside one
 // <g> of their grade's colour, whose data-desc is the description of its
-// seats with "{r}" and "{n}" for the row and number (static/seatmap.js
+// seats with "<r>" and "<n>" for the row and number (no section's name
+// holds < or >) (static/seatmap.js
 // describes a seat from it, so that 15,000 seats carry no description each).
 type seatRun struct {
 	open     []string // per language of Langs: the <g> start tag
@@ -135,7 +136,7 @@ func NewSeatMap(e *boxoffice.Event, seats []boxoffice.Seat) *SeatMap {
 			}
 			run := seatRun{open: make([]string, len(Langs)), from: i}
 			for li := range Langs {
-				desc := m.describeSeat(ctxs[li], mapSeat{section: s.Section, row: "{r}", number: "{n}", grade: s.Grade})
+				desc := m.describeSeat(ctxs[li], mapSeat{section: s.Section, row: "<r>", number: "<n>", grade: s.Grade})
 				run.open[li] = `<g class="grade grade-` + html.EscapeString(s.Grade) + `" fill="` + html.EscapeString(color) +
 					`" data-desc="` + html.EscapeString(desc) + `">`
 			}

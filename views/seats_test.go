@@ -107,8 +107,8 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 	}
 	m := NewSeatMap(testEvent(), seats)
 	for lang, desc := range map[string][2]string{
-		English: {"Section A&#34;&lt;&amp;, row {r}, seat {n}, R seat, ₩150,000", "Section B, row {r}, seat {n}, S seat, ₩90,000"},
-		Korean:  {"A&#34;&lt;&amp;구역 {r}열 {n}번 · R석 · 150,000원", "B구역 {r}열 {n}번 · S석 · 90,000원"},
+		English: {"Section A&#34;&lt;&amp;, row &lt;r&gt;, seat &lt;n&gt;, R seat, ₩150,000", "Section B, row &lt;r&gt;, seat &lt;n&gt;, S seat, ₩90,000"},
+		Korean:  {"A&#34;&lt;&amp;구역 &lt;r&gt;열 &lt;n&gt;번 · R석 · 150,000원", "B구역 &lt;r&gt;열 &lt;n&gt;번 · S석 · 90,000원"},
 	} {
 		var buf bytes.Buffer
 		if err := m.seatsMarkup().Render(in(lang), &buf); err != nil {
