@@ -163,7 +163,7 @@ func TestHTMLInData_RendersAsText(t *testing.T) {
 	wantSame(t, "seat map: section outline", d.Find("polygon.section-shape").First().AttrOr("data-section", ""), xssSection)
 	seat := d.Find(`circle[data-id]`).First()
 	wantSame(t, "seat map: seat's data-id", seat.AttrOr("data-id", ""), label)
-	wantContains(t, "seat map: seat's aria-label", seat.AttrOr("aria-label", ""), "Section "+xssSection+", row 1, seat 1, "+xssGrade)
+	wantContains(t, "seat map: seats' description", seat.Parent().AttrOr("data-desc", ""), "Section "+xssSection+", row <r>, seat <n>, "+xssGrade)
 	wantContains(t, "seat map: section names", d.Find(".section-labels").Text(), xssSection)
 	wantContains(t, "seat map: legend", testid(d, "legend-grades"), xssGrade)
 	link := d.Find(`[data-testid="sections"] a`).First()
