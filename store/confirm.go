@@ -328,49 +328,68 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 	return s.settle(ctx, o.ID, p.PaymentKey)
 }
 
-// confirmPayment runs the confirmation transaction for a payment the PG
-// reports DONE for exactly the order's amount:
+// confirmPayment settles a payment the PG reports DONE for exactly the
+// order's amount, in three steps, so that no row lock is held across a call
+// to Redis:
 //
-//   - record the payment (payment_key UNIQUE: a repeat waits for the first
-//     and then returns its result; a record of it as rejected, made while
-//     this confirm was under way at the PG, turns into a refund);
-//   - lock the account's purchase_count row, then the order row, so that one
-//     account's confirmations run one at a time;
-//   - decide: the order must still be payable (not paid by another payment,
-//     failed or given up), and the account's bought tickets plus these must
-//     stay within the event's limit;
-//   - claim the seats for the buyer in Redis (Holds.claimSeats, one Lua
-//     script, all or nothing): none may be held by another account (the
-//     order's holds may have expired, been released or lost), and from the
-//     claim on no other account can hold them, until the sale is surely in
-//     Redis's sold-seat cache;
-//   - insert the sold_seat rows (UNIQUE per seat, in label order so that
+//  1. Before the transaction, the claim: if the order may still be paid (as
+//     just read; an order that may not never may again), the seats are
+//     claimed for the buyer in Redis (Holds.claimSeats, one Lua script, all
+//     or nothing): none may be held by another account (the order's holds
+//     may have expired, been released or lost), and from the claim on no
+//     other account can hold them, until the sale is surely in Redis's
+//     sold-seat cache. The transaction commits well within
+//     claimCommitMargin of the claim, as the claim's length assumes.
+//  2. The transaction, PostgreSQL only:
+//     - record the payment (payment_key UNIQUE: a repeat waits for the
+//     first and then returns its result; a record of it as rejected, made
+//     while this confirm was under way at the PG, turns into a refund);
+//     - lock the account's purchase_count row, then the order row, so that
+//     one account's confirmations run one at a time;
+//     - decide: the order must still be payable (not paid by another
+//     payment, failed or given up), the account's bought tickets plus
+//     these must stay within the event's limit, and the claim must have
+//     found no seat held by another account;
+//     - insert the sold_seat rows (UNIQUE per seat, in label order so that
 //     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
-//     back to a savepoint, and the holds that the claim took (seats no hold
-//     of the buyer covered) end at once, so that the seats that are sold to
-//     nobody are free again, while the buyer's own holds stay; a failure to
-//     end them is only logged (they expire by themselves);
-//   - sold: move the order to CONFIRMED (a conditional UPDATE), count the
-//     tickets in purchase_count, issue them (random UUIDs), write the outbox
-//     row; not sold: record the payment refund_pending and move a payable
-//     order to REFUNDED with the reason.
+//     back to a savepoint;
+//     - sold: move the order to CONFIRMED (a conditional UPDATE), count the
+//     tickets in purchase_count, issue them (random UUIDs), write the
+//     outbox row; not sold: record the payment refund_pending and move a
+//     payable order to REFUNDED with the reason.
+//  3. After the commit, in Redis: a sale is marked (Holds.MarkSold ends
+//     every hold on the seats, the claim included; if it fails, the claim
+//     keeps the seats from other accounts until the sold-seat cache's next
+//     load has them). A repeat that found the payment recorded by another
+//     call marks the sale again if it was one (MarkSold changes nothing the
+//     second time; its claim may have come after the first MarkSold, and
+//     must not leave the buyer holding seats sold to it). When nothing was
+//     sold, the holds that the claim took (seats no hold of the buyer
+//     covered) end at once, so that seats sold to nobody are free again,
+//     while the buyer's own holds stay. Failures of these are only logged
+//     (the claim expires by itself). Then a refund is asked of the PG.
 //
-// After the commit, a sale is marked in Redis (Holds.MarkSold ends every hold
-// on the seats, the claim included; if it fails, the claim keeps the seats
-// from other accounts until the sold-seat cache's next load has them) and a
-// refund is asked of the PG. A transaction that fails leaves its claim to
-// expire by itself: the payment is DONE at the PG and a retry (the webhook,
-// the reconciler) settles it, claiming again, and a failed commit may have
-// committed.
+// A transaction that fails leaves its claim to expire by itself: the payment
+// is DONE at the PG and a retry (the webhook, the reconciler) settles it,
+// claiming again, and a failed commit may have committed.
 func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment) (*boxoffice.Confirmation, error) {
-	now := s.DB.Now()
 	labels := o.Seats()
-	var sold bool
+	var claimed, taken []string
+	claim := o.Status.CanBecome(boxoffice.OrderConfirmed)
+	if claim {
+		var err error
+		if claimed, taken, err = s.Holds.claimSeats(ctx, o.EventID, o.AccountID, o.ID, labels); err != nil {
+			return nil, fmt.Errorf("confirm payment %s of order %s: %w", p.PaymentKey, o.ID, err)
+		}
+	}
+	now := s.DB.Now()
+	var inserted, sold bool
 	var bought int
-	var reason string
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		sold = false
 		// Recorded as not confirmed until decided below, in this transaction.
-		inserted, err := insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
+		inserted, err = insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
 		if err != nil || !inserted {
 			return err
 		}
@@ -389,7 +408,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		if err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
-		var detail string
+		var reason, detail string
 		switch {
 		case status == boxoffice.OrderConfirmed:
 			reason = boxoffice.ReasonAlreadyPaid
@@ -397,27 +416,20 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			reason, detail = boxoffice.ReasonOrderClosed, string(status)
 		case tickets+len(labels) > limit:
 			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
-		}
-		var claimed []string
-		if reason == "" {
-			var taken []string
-			if claimed, taken, err = s.Holds.claimSeats(ctx, o.EventID, o.AccountID, o.ID, labels); err != nil {
-				return err
-			}
-			if len(taken) > 0 {
-				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
-			}
+		case !claim:
+			// Unreachable: an order that could not be paid before the
+			// transaction cannot be paid in it (orderMoves).
+			return fmt.Errorf("order %s became payable from %s", o.ID, o.Status)
+		case len(taken) > 0:
+			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
 		}
 		if reason == "" {
-			taken, err := insertSoldSeats(ctx, tx, o, len(labels), now)
+			lost, err := insertSoldSeats(ctx, tx, o, len(labels), now)
 			if err != nil {
 				return err
 			}
-			if len(taken) > 0 {
-				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", taken)
-				if err := s.Holds.releaseSeats(ctx, o.EventID, o.AccountID, claimed); err != nil {
-					s.logger().Warn("release the seats claimed for an order that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
-				}
+			if len(lost) > 0 {
+				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", lost)
 			}
 		}
 		if reason != "" {
@@ -434,12 +446,36 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 	if err != nil {
 		return nil, fmt.Errorf("confirm payment %s of order %s: %w", p.PaymentKey, o.ID, err)
 	}
+	if claim && !inserted {
+		if sold, bought, err = s.soldBy(ctx, o, p.PaymentKey); err != nil {
+			return nil, err
+		}
+	}
 	if sold {
 		if err := s.Holds.MarkSold(ctx, o.EventID, o.AccountID, labels, bought); err != nil {
 			s.logger().Warn("mark sold seats in Redis (the claim keeps them until the sold-seat cache reloads them)", "order_id", o.ID, "err", err)
 		}
+	} else if len(claimed) > 0 {
+		if err := s.Holds.releaseSeats(ctx, o.EventID, o.AccountID, claimed); err != nil {
+			s.logger().Warn("release the seats claimed for a payment that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
+		}
 	}
 	return s.settle(ctx, o.ID, p.PaymentKey)
+}
+
+// soldBy reports whether the payment, recorded by another call, sold the
+// order's seats, and the account's tickets for the event now (for MarkSold).
+func (s *Orders) soldBy(ctx context.Context, o *boxoffice.Order, paymentKey string) (bool, int, error) {
+	var outcome boxoffice.PaymentOutcome
+	var bought int
+	err := s.DB.Pool.QueryRow(ctx, `
+		SELECT p.outcome, coalesce(c.tickets, 0) FROM payment p
+		LEFT JOIN purchase_count c ON c.event_id = $2 AND c.account_id = $3
+		WHERE p.payment_key = $1`, paymentKey, o.EventID, o.AccountID).Scan(&outcome, &bought)
+	if err != nil {
+		return false, 0, fmt.Errorf("read payment %s: %w", paymentKey, err)
+	}
+	return outcome == boxoffice.PaymentConfirmed, bought, nil
 }
 
 // insertSoldSeats inserts the order's sold_seat rows in label order, inside a

@@ -1,0 +1,256 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/redis/go-redis/v9"
+)
+
+// lockWatch is a go-redis hook that, for every command while on, asks
+// PostgreSQL whether a transaction of the test's database holds a
+// transaction id (it wrote a row or locked one) and records the command if
+// so. Only meaningful while one confirmation runs at a time.
+type lockWatch struct {
+	env        *checkoutEnv
+	on         atomic.Bool
+	mu         sync.Mutex
+	violations []string
+}
+
+func (w *lockWatch) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (w *lockWatch) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		w.check(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (w *lockWatch) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		w.check("pipeline")
+		return next(ctx, cmds)
+	}
+}
+
+func (w *lockWatch) check(name string) {
+	if !w.on.Load() {
+		return
+	}
+	var n int
+	err := w.env.DB.Pool.QueryRow(context.Background(), `
+		SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		WHERE a.datname = current_database() AND l.pid <> pg_backend_pid()
+		  AND l.locktype = 'transactionid' AND l.granted`).Scan(&n)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.violations = append(w.violations, fmt.Sprintf("%s: %v", name, err))
+	} else if n > 0 {
+		w.violations = append(w.violations, fmt.Sprintf("%s while %d transaction(s) held locks", name, n))
+	}
+}
+
+// No confirmation sends a Redis command while one of its PostgreSQL
+// transactions holds row locks: a sale, a repeat of it, a second payment of
+// a paid order, and a payment whose seat another account holds (the claim's
+// refusal), each confirmed alone so that the only transaction is its own.
+func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 8)
+	ctx := context.Background()
+	ev := env.Event
+	watch := &lockWatch{env: env}
+	env.R.Client.AddHook(watch)
+
+	buyer := env.account(t)
+	o := env.order(t, buyer, ev.R[0], ev.R[1])
+	k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
+	k2, a2 := env.pay(t, o, payment.ScenarioWebhookNever)
+
+	other := env.account(t)
+	o2 := env.order(t, other, ev.S[0])
+	k3, a3 := env.pay(t, o2, payment.ScenarioWebhookNever)
+	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: other}, ev.S[0]); err != nil {
+		t.Fatal(err)
+	}
+	rival := env.account(t)
+	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
+	if _, err := env.Holds.Hold(ctx, req, []string{ev.S[0]}); err != nil {
+		t.Fatal(err)
+	}
+
+	watch.on.Store(true)
+	wantOrder(t, env.mustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
+	wantOrder(t, env.mustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
+	if c := env.mustRedirect(t, o.ID, k2, a2); c.Reason != boxoffice.ReasonAlreadyPaid {
+		t.Errorf("second payment: %q (%s), want already_paid", c.Outcome, c.Reason)
+	}
+	wantOrder(t, env.mustRedirect(t, o2.ID, k3, a3).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+	watch.on.Store(false)
+
+	watch.mu.Lock()
+	defer watch.mu.Unlock()
+	if len(watch.violations) > 0 {
+		t.Errorf("Redis commands sent while a transaction held locks: %v", watch.violations)
+	}
+	env.checkInvariants(t)
+}
+
+// slowLookUp is a PG whose look-ups, once answered, wait until release is
+// closed, so that a confirmation can be held between the PG's answer and its
+// claim.
+type slowLookUp struct {
+	*payment.Client
+	entered, release chan struct{}
+}
+
+func (g *slowLookUp) GetPayment(ctx context.Context, paymentKey string) (*boxoffice.Payment, error) {
+	p, err := g.Client.GetPayment(ctx, paymentKey)
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.release
+	return p, err
+}
+
+// A repeat of a confirmation that finds nothing recorded, asks the PG, and
+// claims the seats only after the first confirmation settled the payment:
+// after a sale the buyer is left holding nothing and no rival can hold the
+// seats; after a refund (the seat was held by another account) the seats
+// the repeat's claim took are free again at once, not kept by the claim for
+// minutes.
+func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 8)
+	ctx := context.Background()
+	ev := env.Event
+	hold := func(t *testing.T, acct int64, label string) bool {
+		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
+		res, err := env.Holds.Hold(ctx, req, []string{label})
+		return err == nil && len(res.Held) == 1
+	}
+	// lateRepeat starts a confirmation of the payment that waits after its
+	// look-up at the PG found the payment DONE and nothing recorded; the
+	// returned function lets it go on and waits for it.
+	lateRepeat := func(t *testing.T, o *boxoffice.Order, key string) func() *boxoffice.Confirmation {
+		slow := &slowLookUp{Client: env.PG, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		done := make(chan *boxoffice.Confirmation, 1)
+		go func() {
+			c, err := env.newOrders(slow).Confirm(ctx, o.ID, key, nil)
+			if err != nil {
+				t.Errorf("late repeat: %v", err)
+			}
+			done <- c
+		}()
+		<-slow.entered
+		return func() *boxoffice.Confirmation {
+			close(slow.release)
+			return <-done
+		}
+	}
+
+	t.Run("AfterASale", func(t *testing.T) {
+		buyer := env.account(t)
+		o := env.order(t, buyer, ev.R[0], ev.R[1])
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		finish := lateRepeat(t, o, key)
+		first := env.mustRedirect(t, o.ID, key, amount)
+		wantOrder(t, first.Order, boxoffice.OrderConfirmed, "")
+		if c := finish(); c != nil && !slices.Equal(ticketIDs(c.Order), ticketIDs(first.Order)) {
+			t.Errorf("late repeat saw tickets %v, want %v", ticketIDs(c.Order), ticketIDs(first.Order))
+		}
+		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+			t.Errorf("the buyer still holds %v after the sale, want nothing", labels)
+		}
+		if hold(t, env.account(t), ev.R[0]) {
+			t.Errorf("a rival holds sold seat %s", ev.R[0])
+		}
+	})
+
+	t.Run("AfterARefund", func(t *testing.T) {
+		buyer := env.account(t)
+		o := env.order(t, buyer, ev.S[0])
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.S[0]); err != nil {
+			t.Fatal(err)
+		}
+		rival := env.account(t)
+		if !hold(t, rival, ev.S[0]) {
+			t.Fatalf("the rival could not hold %s", ev.S[0])
+		}
+		finish := lateRepeat(t, o, key)
+		wantOrder(t, env.mustRedirect(t, o.ID, key, amount).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival}, ev.S[0]); err != nil {
+			t.Fatal(err)
+		}
+		finish() // claims the seat the rival let go, finds the payment refunded
+		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+			t.Errorf("the buyer holds %v after the refund, want nothing", labels)
+		}
+		if !hold(t, env.account(t), ev.S[0]) {
+			t.Errorf("seat %s is not free after the refund: the late repeat's claim kept it", ev.S[0])
+		}
+	})
+	env.checkInvariants(t)
+}
+
+// Many rounds of one payment confirmed by a hundred callers at once
+// (redirects and webhooks), while rival accounts try to hold the order's
+// seats the whole time: one sale, no rival ever holds a seat being sold
+// (the buyer's holds, then the claim, then the sold-seat set keep them), and
+// the buyer is left holding nothing.
+func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
+	t.Parallel()
+	env := newCheckoutEnv(t, 40)
+	ctx := context.Background()
+	ev := env.Event
+	rivals := make([]int64, 8)
+	for i := range rivals {
+		rivals[i] = env.account(t)
+	}
+	for round := range 8 {
+		buyer := env.account(t)
+		seats := []string{ev.Labels[2*round], ev.Labels[2*round+1]}
+		o := env.order(t, buyer, seats...)
+		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		var rivalHeld atomic.Int64
+		storetest.AtOnce(100+len(rivals), func(i int) {
+			if i >= 100 {
+				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rivals[i-100], Limit: limit, TTL: holdTTL}
+				for range 5 {
+					if res, err := env.Holds.Hold(ctx, req, seats[i%2:i%2+1]); err == nil && len(res.Held) > 0 {
+						rivalHeld.Add(1)
+					}
+				}
+				return
+			}
+			var err error
+			if i%2 == 0 {
+				_, err = env.redirect(o.ID, key, amount)
+			} else {
+				_, err = env.Orders.ConfirmWebhook(ctx, key, o.ID)
+			}
+			if err != nil {
+				t.Errorf("round %d caller %d: %v", round, i, err)
+			}
+		})
+		if n := rivalHeld.Load(); n > 0 {
+			t.Errorf("round %d: rivals held the order's seats %d times", round, n)
+		}
+		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+			t.Errorf("round %d: the buyer still holds %v after the sale", round, labels)
+		}
+	}
+	env.checkInvariants(t)
+}
