@@ -234,6 +234,10 @@ type OrderService interface {
 	FindOrders(ctx context.Context, accountID int64) ([]*Order, error)
 	// CheckoutURL returns where to send the buyer to pay for the order.
 	CheckoutURL(o *Order) string
+	// CheckoutRequest returns what the PG's payment window needs to take
+	// the order's payment: its id, name, amount with currency, and the
+	// success and fail URLs.
+	CheckoutRequest(o *Order) CheckoutRequest
 	// FindStuckOrders lists up to limit orders that should be settled but
 	// are not (StuckOrder.Why says how), oldest first.
 	FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error)

@@ -2,6 +2,9 @@ package boxoffice
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"regexp"
@@ -222,4 +225,16 @@ type PaymentGateway interface {
 	CheckoutURL(r CheckoutRequest) string
 	// Currencies lists the ISO 4217 codes the PG takes payments in.
 	Currencies() []string
+}
+
+// CustomerKey returns the PG's customerKey for an account (Toss's payment
+// window asks for one, docs.tosspayments.com/sdk/v2/js): stable for the
+// account and revealing nothing of it without secret. It is "bo_" and the
+// first 24 bytes of HMAC-SHA256 (RFC 2104) with secret over
+// "customer|<account id>", base64url without padding: 35 characters of
+// [A-Za-z0-9_-], within Toss's 2 to 50.
+func CustomerKey(secret []byte, accountID int64) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("customer|" + strconv.FormatInt(accountID, 10)))
+	return "bo_" + base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:24])
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -116,6 +117,9 @@ func (s *Server) saveEvent(c echo.Context, prev *boxoffice.Event) error {
 	in.Normalize()
 	if err := addFields(fields, in.Validate()); err != nil {
 		return err
+	}
+	if _, bad := fields["currency"]; !bad && s.PGCurrencies != nil && !slices.Contains(s.PGCurrencies, in.Currency) {
+		fields["currency"] = boxoffice.M("val_currency_pg", "Currency", in.Currency, "Accepted", strings.Join(s.PGCurrencies, ", "))
 	}
 	for _, key := range unread {
 		delete(fields, key)

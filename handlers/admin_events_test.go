@@ -174,6 +174,8 @@ func TestAdminEvents_Create(t *testing.T) {
 			f.Set("grades[1].price", "")
 		}, []string{"grades"}},
 		{"ErrNoSuchVenue", func(f url.Values) { f.Set("venue_id", "999999") }, []string{"venue_id"}},
+		// A real currency the PG does not take (the sandbox, like Toss, takes KRW).
+		{"ErrCurrencyThePGRefuses", func(f url.Values) { f.Set("currency", "USD") }, []string{"currency"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -118,7 +118,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
 	}
-	srv.Orders, srv.SandboxPG = orders, sandbox
+	srv.Orders, srv.SandboxPG, srv.PGCurrencies = orders, sandbox, pg.Currencies()
 	for _, o := range options {
 		o(srv)
 	}

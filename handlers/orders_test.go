@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -491,4 +493,52 @@ func TestAdmin_StuckOrders(t *testing.T) {
 	if row := testid(d, "stuck-order"); !strings.Contains(row, o.OrderID) || !strings.Contains(testid(d, "stuck-why"), "expiry worker") {
 		t.Errorf("stuck order row %q, want the order id and why", row)
 	}
+}
+
+// With PG_PROVIDER=toss the checkout is our page that opens Toss's payment
+// window: the order's owner gets the SDK's script and the window's values
+// (the order's own amount and currency, the client key, a customerKey that
+// names the account without revealing it); anyone else a 404; a deployment
+// without a client key (the sandbox) has no such page.
+func TestTossCheckoutPage(t *testing.T) {
+	t.Parallel()
+	const clientKey = "test_ck_boxoffice"
+	secret := []byte("customer-key-secret-of-32-characters")
+	app := newTestApp(t, func(s *handlers.Server) { s.PGClientKey, s.CustomerKeySecret = clientKey, secret })
+	c, acct, o := app.checkout(t, "toss@example.com", "A-1-3", "A-1-4")
+	path := "/payments/checkout?orderId=" + o.OrderID
+
+	d := doc(t, c.do("GET", path, nil))
+	box := d.Find(`[data-testid="toss-checkout"]`)
+	want := map[string]string{
+		"data-client-key": clientKey, "data-customer-key": boxoffice.CustomerKey(secret, acct.ID),
+		"data-order-id": o.OrderID, "data-amount": fmt.Sprint(o.Amount), "data-currency": o.Currency,
+		"data-success-url": app.Orders.SuccessURL, "data-fail-url": app.Orders.FailURL,
+		"data-customer-email": acct.Email, "data-customer-name": acct.Name,
+	}
+	for attr, v := range want {
+		if got := box.AttrOr(attr, "<none>"); got != v {
+			t.Errorf("%s = %q, want %q", attr, got, v)
+		}
+	}
+	if ck := boxoffice.CustomerKey(secret, acct.ID); ck == boxoffice.CustomerKey(secret, acct.ID+1) ||
+		ck == boxoffice.CustomerKey([]byte("another secret"), acct.ID) {
+		t.Errorf("customerKey %q is not a keyed, per-account value", ck)
+	}
+	if d.Find(`script[src="`+views.TossSDKURL+`"]`).Length() != 1 || d.Find(`script[src="/static/toss_checkout.js"]`).Length() != 1 {
+		t.Error("the page does not load Toss's SDK and the window's script")
+	}
+	for _, id := range []string{"toss-closed", "toss-unavailable", "toss-pay"} {
+		if testid(d, id) == "" {
+			t.Errorf("no %s sentence on the page", id)
+		}
+	}
+
+	stranger, _ := app.newAccount(t, "toss-stranger@example.com", boxoffice.RoleFan)
+	wantStatus(t, stranger.do("GET", path, nil), http.StatusNotFound)
+	wantStatus(t, stranger.do("GET", "/payments/checkout?orderId=../x", nil), http.StatusNotFound)
+
+	sandbox := newTestApp(t)
+	sc, _, so := sandbox.checkout(t, "sandbox@example.com", "A-1-3")
+	wantStatus(t, sc.do("GET", "/payments/checkout?orderId="+so.OrderID, nil), http.StatusNotFound)
 }

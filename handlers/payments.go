@@ -11,6 +11,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
 )
 
@@ -24,6 +25,29 @@ const maxFailMessageLen = 1000
 
 // failCodePattern is the shape of the PG's error codes (PAY_PROCESS_CANCELED).
 var failCodePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,100}$`)
+
+// handleCheckout handles GET /payments/checkout?orderId, the checkout with
+// PG_PROVIDER=toss: to the order's owner while it is payable, the page that
+// opens Toss's payment window (views.TossCheckoutPage); a 303 to the order
+// page once it is not. Errors: 404 for an order that is not the account's,
+// and on a deployment without PG_CLIENT_KEY (the sandbox has its own page).
+func (s *Server) handleCheckout(c echo.Context) error {
+	if s.PGClientKey == "" {
+		return echo.ErrNotFound
+	}
+	o, err := s.ownOrderByID(c.Request().Context(), c.QueryParam("orderId"))
+	if err != nil {
+		return err
+	}
+	if !o.Payable(s.Now()) {
+		return c.Redirect(http.StatusSeeOther, "/orders/"+url.PathEscape(o.ID))
+	}
+	a := boxoffice.AccountFromContext(c.Request().Context())
+	return render(c, http.StatusOK, views.TossCheckoutPage(views.TossCheckout{
+		Order: o, Request: s.Orders.CheckoutRequest(o), ClientKey: s.PGClientKey,
+		CustomerKey: boxoffice.CustomerKey(s.CustomerKeySecret, a.ID), CustomerEmail: a.Email, CustomerName: a.Name,
+	}))
+}
 
 // handlePaymentSuccess handles GET /payments/success?paymentKey&orderId&amount,
 // the PG's redirect after the buyer authenticated: it confirms the payment

@@ -90,6 +90,17 @@ type Server struct {
 	Orders boxoffice.OrderService
 	// SandboxPG, when set (PG_PROVIDER=sandbox), is mounted under /sandbox-pg.
 	SandboxPG http.Handler
+	// PGClientKey is PG_CLIENT_KEY with PG_PROVIDER=toss: GET
+	// /payments/checkout opens Toss's payment window with it. "" (the
+	// sandbox) leaves that route answering 404.
+	PGClientKey string
+	// CustomerKeySecret keys each account's customerKey at the PG
+	// (boxoffice.CustomerKey): SESSION_SECRET.
+	CustomerKeySecret []byte
+	// PGCurrencies lists the ISO 4217 codes the PG takes
+	// (PaymentGateway.Currencies): an event priced in another is refused.
+	// nil takes any.
+	PGCurrencies []string
 }
 
 // Handler builds the route table and returns the HTTP handler.
@@ -173,6 +184,7 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/orders/:order", s.handleOrder, requireAccount)
 	app.GET("/orders/:order/tickets/:ticket/qr.png", s.handleTicketQR, requireAccount)
 	app.GET("/me/orders", s.handleMyOrders, requireAccount)
+	app.GET("/payments/checkout", s.handleCheckout, requireAccount)
 	app.GET("/payments/success", s.handlePaymentSuccess)
 	app.GET("/payments/fail", s.handlePaymentFail, requireAccount)
 	e.POST("/payments/webhook", s.handleWebhook)

@@ -313,9 +313,13 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 // CheckoutURL returns the PG's payment page for the order, with the
 // order's id, amount and name and the buyer's way back (SuccessURL, FailURL).
 func (s *Orders) CheckoutURL(o *boxoffice.Order) string {
-	return s.PG.CheckoutURL(boxoffice.CheckoutRequest{
-		OrderID: o.ID, OrderName: o.Name, Amount: o.Total(), SuccessURL: s.SuccessURL, FailURL: s.FailURL,
-	})
+	return s.PG.CheckoutURL(s.CheckoutRequest(o))
+}
+
+// CheckoutRequest returns what the PG's payment window needs for the order:
+// its id, name and amount with currency, and SuccessURL and FailURL.
+func (s *Orders) CheckoutRequest(o *boxoffice.Order) boxoffice.CheckoutRequest {
+	return boxoffice.CheckoutRequest{OrderID: o.ID, OrderName: o.Name, Amount: o.Total(), SuccessURL: s.SuccessURL, FailURL: s.FailURL}
 }
 
 // expireTimeout bounds one ExpireOrders call.

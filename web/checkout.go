@@ -17,13 +17,16 @@ import (
 // PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
 // payment reconciler, outbox relay).
 type checkout struct {
+	pg        *payment.Client
 	orders    *store.Orders
 	relay     *store.OutboxRelay
 	sandbox   *payment.Sandbox // nil unless PG_PROVIDER is sandbox
 	reconcile time.Duration    // RECONCILE_INTERVAL
 }
 
-// newCheckout builds the orders store on the PG at PG_BASE_URL and, for
+// newCheckout builds the orders store on the PG at PG_BASE_URL (with
+// PG_PROVIDER=toss, its checkout is our page at BASE_URL/payments/checkout,
+// which opens Toss's payment window) and, for
 // PG_PROVIDER sandbox, the sandbox PG (mounted by the server under
 // /sandbox-pg, sending its webhooks to BASE_URL/payments/webhook).
 //
@@ -33,9 +36,14 @@ type checkout struct {
 // so that at the default 30 s these are store.DefaultReconcileGrace and
 // store.DefaultReconcileRecheck.
 func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
+	pg := &payment.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey}
+	if cfg.PGProvider == "toss" {
+		pg.CheckoutPage = cfg.BaseURL + "/payments/checkout"
+	}
 	c := &checkout{
+		pg: pg,
 		orders: &store.Orders{
-			DB: db, Holds: holds, PG: &payment.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey},
+			DB: db, Holds: holds, PG: pg,
 			TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
 			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail",
 			ReconcileGrace: 2 * cfg.ReconcileInterval, ReconcileRecheck: 4 * cfg.ReconcileInterval, Logger: logger,

@@ -23,6 +23,7 @@ type Config struct {
 	PGProvider    string        // PG_PROVIDER: "sandbox" (built in) or "toss"
 	PGBaseURL     string        // PG_BASE_URL: the PG API's base URL
 	PGSecretKey   string        // PG_SECRET_KEY: the PG API's secret key
+	PGClientKey   string        // PG_CLIENT_KEY: the client key of Toss's payment window (PG_PROVIDER=toss)
 	SessionSecret string        // SESSION_SECRET: signs ticket codes; 32+ characters
 	LogLevel      string        // LOG_LEVEL: debug, info, warn or error
 	AdmissionTick time.Duration // ADMISSION_TICK: how often the admitter admits a batch
@@ -93,6 +94,10 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 		c.PGSecretKey = get("PG_SECRET_KEY", "")
 		if c.PGSecretKey == "" {
 			bad("PG_SECRET_KEY", "required when PG_PROVIDER is toss")
+		}
+		c.PGClientKey = get("PG_CLIENT_KEY", "")
+		if c.PGClientKey == "" {
+			bad("PG_CLIENT_KEY", "required when PG_PROVIDER is toss (the client key of the payment window, test_ck_… or live_ck_…)")
 		}
 	default:
 		bad("PG_PROVIDER", "want sandbox or toss, got %q", c.PGProvider)

@@ -40,7 +40,8 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"ADDR": "8080"}, []string{"ADDR"}},
 		{map[string]string{"DATABASE_URL": "mysql://x/y", "REDIS_URL": "localhost:6379"}, []string{"DATABASE_URL", "REDIS_URL"}},
 		{map[string]string{"PG_PROVIDER": "paypal"}, []string{"PG_PROVIDER"}},
-		{map[string]string{"PG_PROVIDER": "toss"}, []string{"PG_SECRET_KEY"}},
+		{map[string]string{"PG_PROVIDER": "toss"}, []string{"PG_SECRET_KEY", "PG_CLIENT_KEY"}},
+		{map[string]string{"PG_PROVIDER": "toss", "PG_SECRET_KEY": "test_sk_x"}, []string{"PG_CLIENT_KEY"}},
 		{map[string]string{"BASE_URL": "https://tickets.example"}, []string{"SESSION_SECRET"}},
 		{map[string]string{"PPROF_ADDR": "0.0.0.0:6060"}, []string{"PPROF_ADDR"}},
 		{map[string]string{"PPROF_ADDR": ":6060"}, []string{"PPROF_ADDR"}},
@@ -95,13 +96,16 @@ func TestNewCheckout_ReconcilerPace(t *testing.T) {
 		{"1s", time.Second, 2 * time.Second, 4 * time.Second},
 	}
 	for _, tt := range tests {
-		cfg, err := LoadConfig(env(map[string]string{"PG_PROVIDER": "toss", "PG_SECRET_KEY": "test_sk_x", "RECONCILE_INTERVAL": tt.interval}))
+		cfg, err := LoadConfig(env(map[string]string{"PG_PROVIDER": "toss", "PG_SECRET_KEY": "test_sk_x", "PG_CLIENT_KEY": "test_ck_x", "RECONCILE_INTERVAL": tt.interval}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, err := newCheckout(cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if c.pg.CheckoutPage != cfg.BaseURL+"/payments/checkout" || c.sandbox != nil {
+			t.Errorf("PG_PROVIDER=toss: checkout page %q, sandbox %v; want BASE_URL/payments/checkout and none", c.pg.CheckoutPage, c.sandbox)
 		}
 		if c.reconcile != tt.every || c.orders.ReconcileGrace != tt.grace || c.orders.ReconcileRecheck != tt.recheck {
 			t.Errorf("RECONCILE_INTERVAL=%q: every %v, grace %v, recheck %v; want %v, %v, %v", tt.interval,

@@ -143,8 +143,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		AdmissionTick: cfg.AdmissionTick,
 		DefaultLang:   cfg.DefaultLang,
 
-		Orders:    checkout.orders,
-		SandboxPG: checkout.sandboxHandler(),
+		Orders:            checkout.orders,
+		SandboxPG:         checkout.sandboxHandler(),
+		PGClientKey:       cfg.PGClientKey,
+		CustomerKeySecret: []byte(cfg.SessionSecret),
+		PGCurrencies:      checkout.pg.Currencies(),
 	}
 	if cfg.RateLimits {
 		srv.Limiter = store.NewRateLimiter(rdb)
