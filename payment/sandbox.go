@@ -25,6 +25,10 @@ import (
 // ProviderSandbox is the PG_PROVIDER value under which the sandbox runs.
 const ProviderSandbox = "sandbox"
 
+// Currencies are the ISO 4217 codes the sandbox takes payments in: won, as
+// Toss's payment window for a Korean merchant (payment.TossCurrencies).
+var Currencies = TossCurrencies
+
 // Test scenarios, chosen per checkout (the page's "scenario" field) and kept
 // with the payment. Each makes the sandbox misbehave the way a PG or a buyer
 // can, so that every path of the confirmation can be tested.
@@ -123,7 +127,7 @@ type SandboxConfig struct {
 //	POST /v1/payments/confirm             confirm
 //	GET  /v1/payments/{paymentKey}        look up by payment key
 //	GET  /v1/payments/orders/{orderId}    look up the order's latest payment
-//	POST /v1/payments/{paymentKey}/cancel cancel (refund in full)
+//	POST /v1/payments/{paymentKey}/cancel cancel (refund in full or in part)
 //
 // Every state change is one PostgreSQL transaction with a conditional UPDATE,
 // so any number of instances and concurrent calls agree. Webhooks are written

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"github.com/boxoffice/boxoffice"
+	"slices"
 
 	"context"
 	"crypto/rand"
@@ -257,30 +258,38 @@ func (s *Sandbox) lookUp(ctx context.Context, tx pgx.Tx, query, arg string) (api
 }
 
 // cancelAPI handles POST /v1/payments/{paymentKey}/cancel {"cancelReason",
-// "cancelAmount"?} (docs.tosspayments.com/reference#결제-취소). The sandbox
-// refunds in full only: a DONE payment becomes CANCELED with balanceAmount 0
-// and one entry in cancels, in one conditional UPDATE. Otherwise: 400
-// INVALID_REQUEST without a reason (or one over 200 characters), 404
-// NOT_FOUND_PAYMENT, 400 ALREADY_CANCELED_PAYMENT, 403 NOT_CANCELABLE_AMOUNT
-// when cancelAmount is not the whole balance, 403 NOT_CANCELABLE_PAYMENT when
-// the payment was never confirmed.
+// "cancelAmount"?, "currency"?} (docs.tosspayments.com/reference#결제-취소),
+// in one conditional UPDATE: without cancelAmount, or with the whole balance,
+// a DONE or PARTIAL_CANCELED payment becomes CANCELED with balanceAmount 0;
+// with less (a partial refund, above 0), PARTIAL_CANCELED with the balance
+// reduced; either way with one more entry in cancels. Otherwise: 400
+// INVALID_REQUEST without a reason (or one over 200 characters), or with a
+// currency other than KRW; 404 NOT_FOUND_PAYMENT; 400 ALREADY_CANCELED_PAYMENT;
+// 403 NOT_CANCELABLE_AMOUNT when cancelAmount is not above 0 or more than the
+// balance; 403 NOT_CANCELABLE_PAYMENT when the payment was never confirmed.
 func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []int64, error) {
 	var in struct {
 		CancelReason string `json:"cancelReason"`
 		CancelAmount *int64 `json:"cancelAmount"`
+		Currency     string `json:"currency"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil || in.CancelReason == "" || utf8.RuneCountInString(in.CancelReason) > 200 {
 		return answerInvalid("A cancelReason of at most 200 characters is required."), nil, nil
 	}
+	if in.Currency != "" && !slices.Contains(Currencies, in.Currency) {
+		return answerInvalid("The sandbox PG takes KRW only."), nil, nil
+	}
 	paymentKey := r.PathValue("paymentKey")
+	// Every expression reads the row as it was before the UPDATE.
 	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg_payment SET
-			status = 'CANCELED',
-			balance_amount = 0,
+			status = CASE WHEN coalesce($5::bigint, balance_amount) = balance_amount THEN 'CANCELED' ELSE 'PARTIAL_CANCELED' END,
+			balance_amount = balance_amount - coalesce($5::bigint, balance_amount),
 			last_transaction_key = $4,
 			cancels = cancels || jsonb_build_array(jsonb_build_object(
-				'cancelAmount', balance_amount, 'cancelReason', $2::text, 'canceledAt', $3::text,
+				'cancelAmount', coalesce($5::bigint, balance_amount), 'cancelReason', $2::text, 'canceledAt', $3::text,
 				'transactionKey', $4::text, 'cancelStatus', 'DONE'))
-		WHERE payment_key = $1 AND status = 'DONE' AND ($5::bigint IS NULL OR $5 = balance_amount)
+		WHERE payment_key = $1 AND status IN ('DONE', 'PARTIAL_CANCELED')
+		  AND ($5::bigint IS NULL OR ($5 > 0 AND $5 <= balance_amount))
 		RETURNING `+paymentColumns,
 		paymentKey, in.CancelReason, s.now().Format(time.RFC3339), rand.Text(), in.CancelAmount))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -306,8 +315,8 @@ func (s *Sandbox) cancelRefused(ctx context.Context, tx pgx.Tx, paymentKey strin
 		return apiAnswer{}, nil, fmt.Errorf("look up payment: %w", err)
 	case status == boxoffice.PaymentStatusCanceled:
 		return errorAnswer(http.StatusBadRequest, boxoffice.PGAlreadyCanceledPayment, "This is a previously canceled payment."), nil, nil
-	case status == boxoffice.PaymentStatusDone:
-		return errorAnswer(http.StatusForbidden, boxoffice.PGNotCancelableAmount, "The sandbox PG refunds the whole balance only."), nil, nil
+	case status == boxoffice.PaymentStatusDone || status == boxoffice.PaymentStatusPartialCanceled:
+		return errorAnswer(http.StatusForbidden, boxoffice.PGNotCancelableAmount, "The cancel amount is not above 0 or more than the balance."), nil, nil
 	}
 	return errorAnswer(http.StatusForbidden, boxoffice.PGNotCancelablePayment, "This payment cannot be canceled."), nil, nil
 }

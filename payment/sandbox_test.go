@@ -2,6 +2,7 @@ package payment_test
 
 import (
 	"github.com/boxoffice/boxoffice"
+	"sync/atomic"
 
 	"context"
 	"fmt"
@@ -443,13 +444,58 @@ func TestSandbox_Cancel(t *testing.T) {
 	})
 	t.Run("PartialAmount", func(t *testing.T) {
 		key := confirmed(t, "order-cancel-4", 3000)
-		a := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "one seat", "cancelAmount": 1000})
-		if a.status != http.StatusForbidden || a.code() != boxoffice.PGNotCancelableAmount {
-			t.Fatalf("partial cancel %d %s, want 403 NOT_CANCELABLE_AMOUNT", a.status, a.body)
+		for _, amount := range []int64{0, -1, 3001} {
+			a := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "too much", "cancelAmount": amount})
+			if a.status != http.StatusForbidden || a.code() != boxoffice.PGNotCancelableAmount {
+				t.Fatalf("cancel of %d %d %s, want 403 NOT_CANCELABLE_AMOUNT", amount, a.status, a.body)
+			}
 		}
-		a = h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "all", "cancelAmount": 3000})
-		if a.status != http.StatusOK || a.payment(t).Status != boxoffice.PaymentStatusCanceled {
-			t.Fatalf("cancel of the whole balance %d %s, want 200 CANCELED", a.status, a.body)
+		a := h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "", map[string]any{"cancelReason": "dollars", "cancelAmount": 1000, "currency": "USD"})
+		if a.status != http.StatusBadRequest || a.code() != boxoffice.PGInvalidRequest {
+			t.Fatalf("cancel in USD %d %s, want 400 INVALID_REQUEST", a.status, a.body)
+		}
+		// One seat of three through the client, twice with the same refund id:
+		// refunded once.
+		one := boxoffice.CancelRequest{Reason: "one seat", Amount: &boxoffice.Money{Amount: 1000, Currency: "KRW"}, RefundID: "refund-1"}
+		for range 2 {
+			p, err := h.client.Cancel(ctx, key, one)
+			if err != nil || p.Status != boxoffice.PaymentStatusPartialCanceled || p.BalanceAmount != 2000 || len(p.Cancels) != 1 {
+				t.Fatalf("partial cancel: %+v, %v; want PARTIAL_CANCELED, balance 2000, one cancel", p, err)
+			}
+		}
+		if _, err := h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "no id", Amount: one.Amount}); boxoffice.ErrorCode(err) != boxoffice.EBADREQUEST {
+			t.Fatalf("partial cancel without a refund id: %v, want EBADREQUEST", err)
+		}
+		two := one
+		two.RefundID = "refund-2"
+		if p, err := h.client.Cancel(ctx, key, two); err != nil || p.BalanceAmount != 1000 || len(p.Cancels) != 2 {
+			t.Fatalf("second partial cancel: %+v, %v; want balance 1000, two cancels", p, err)
+		}
+		p, err := h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "the rest"})
+		if err != nil || p.Status != boxoffice.PaymentStatusCanceled || p.BalanceAmount != 0 || len(p.Cancels) != 3 || p.Cancels[2].CancelAmount != 1000 {
+			t.Fatalf("cancel of the rest: %+v, %v; want CANCELED, balance 0, the third cancel of 1000", p, err)
+		}
+		_, err = h.client.Cancel(ctx, key, boxoffice.CancelRequest{Reason: "again", Amount: one.Amount, RefundID: "refund-3"})
+		wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGAlreadyCanceledPayment)
+	})
+	// Partial refunds of one payment at once, each with its own refund id:
+	// the balance never goes below 0 and every refund that succeeded is one
+	// entry in cancels.
+	t.Run("ConcurrentPartial", func(t *testing.T) {
+		key := confirmed(t, "order-cancel-p", 5000)
+		var ok atomic.Int64
+		concurrently(50, func(i int) apiAnswer {
+			r := boxoffice.CancelRequest{Reason: "seat", Amount: &boxoffice.Money{Amount: 1000, Currency: "KRW"}, RefundID: fmt.Sprintf("r%d", i)}
+			if _, err := h.client.Cancel(ctx, key, r); err == nil {
+				ok.Add(1)
+			} else if !boxoffice.IsPGCode(err, boxoffice.PGAlreadyCanceledPayment) && !boxoffice.IsPGCode(err, boxoffice.PGNotCancelableAmount) {
+				t.Errorf("partial cancel %d: %v", i, err)
+			}
+			return apiAnswer{}
+		})
+		p, err := h.client.GetPayment(ctx, key)
+		if err != nil || ok.Load() != 5 || p.BalanceAmount != 0 || p.Status != boxoffice.PaymentStatusCanceled || len(p.Cancels) != 5 {
+			t.Fatalf("%d partial cancels succeeded, payment %+v (%v); want 5, balance 0, CANCELED, 5 cancels", ok.Load(), p, err)
 		}
 	})
 	t.Run("Concurrent", func(t *testing.T) {
