@@ -2,13 +2,16 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // OutboxTopicOrderConfirmed is the outbox topic of a confirmed order; its
@@ -262,12 +265,73 @@ func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *boxoff
 	if err != nil || inserted {
 		return inserted, err
 	}
-	_, err = tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
+	return false, refundRejected(ctx, tx, p, now)
+}
+
+// refundRejected turns a record of the DONE payment as rejected into
+// refund_pending (see insertDonePayment); any other record stays.
+func refundRejected(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, now time.Time) error {
+	_, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
 		WHERE payment_key = $1 AND outcome = 'rejected'`, p.PaymentKey, p.Status, now)
 	if err != nil {
-		return false, fmt.Errorf("refund a rejected payment the PG confirmed: %w", err)
+		return fmt.Errorf("refund a rejected payment the PG confirmed: %w", err)
 	}
-	return false, nil
+	return nil
+}
+
+// lockForConfirmation starts the confirmation transaction, its statements
+// in one batch (one round trip): it records the DONE payment as rejected
+// (decided later in the transaction; payment_key UNIQUE: a repeat waits for
+// the first to end), then locks the account's purchase_count row, then the
+// order row, so that one account's confirmations run one at a time. It
+// returns whether it inserted the payment (if not, a record of it as
+// rejected becomes refund_pending, as insertDonePayment does), the
+// account's bought tickets, and the order's status and its event's limit.
+func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (bool, int, boxoffice.OrderStatus, int, error) {
+	b := &pgx.Batch{}
+	b.Queue(`
+		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
+		VALUES ($1, $2, $3, $4, 'rejected', '', $5, $6, $6) ON CONFLICT (payment_key) DO NOTHING`,
+		p.PaymentKey, o.ID, p.TotalAmount, p.Status, p.ApprovedAt, now)
+	b.Queue(`INSERT INTO purchase_count (event_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, o.EventID, o.AccountID)
+	b.Queue(`SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2 FOR UPDATE`, o.EventID, o.AccountID)
+	// NO KEY UPDATE: the payment rows of other transactions hold KEY SHARE
+	// locks on the order (their foreign key), which FOR UPDATE would wait
+	// for while they wait for purchase_count: a deadlock.
+	b.Queue(`
+		SELECT o.status, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
+		WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID)
+	var inserted bool
+	var tickets, limit int
+	var status boxoffice.OrderStatus
+	err := func() error {
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
+		}
+		inserted = tag.RowsAffected() == 1
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("purchase count: %w", err)
+		}
+		if err := br.QueryRow().Scan(&tickets); err != nil {
+			return fmt.Errorf("lock purchase count: %w", err)
+		}
+		if err := br.QueryRow().Scan(&status, &limit); err != nil {
+			return fmt.Errorf("lock order: %w", err)
+		}
+		return br.Close()
+	}()
+	if err != nil {
+		return false, 0, "", 0, err
+	}
+	if !inserted {
+		if err := refundRejected(ctx, tx, p, now); err != nil {
+			return false, 0, "", 0, err
+		}
+	}
+	return inserted, tickets, status, limit, nil
 }
 
 // recordUnconfirmed records a payment that sells nothing and needs no
@@ -340,7 +404,8 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     other account can hold them, until the sale is surely in Redis's
 //     sold-seat cache. The transaction commits well within
 //     claimCommitMargin of the claim, as the claim's length assumes.
-//  2. The transaction, PostgreSQL only:
+//  2. The transaction, PostgreSQL only, in two round trips and the commit
+//     (lockForConfirmation, then sell, each one pgx batch):
 //     - record the payment (payment_key UNIQUE: a repeat waits for the
 //     first and then returns its result; a record of it as rejected, made
 //     while this confirm was under way at the PG, turns into a refund);
@@ -389,24 +454,11 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		var err error
 		sold = false
 		// Recorded as not confirmed until decided below, in this transaction.
-		inserted, err = insertDonePayment(ctx, tx, o.ID, p, boxoffice.PaymentRejected, "", now)
+		var tickets, limit int
+		var status boxoffice.OrderStatus
+		inserted, tickets, status, limit, err = lockForConfirmation(ctx, tx, o, p, now)
 		if err != nil || !inserted {
 			return err
-		}
-		tickets, err := lockPurchases(ctx, tx, o.EventID, o.AccountID)
-		if err != nil {
-			return err
-		}
-		var status boxoffice.OrderStatus
-		var limit int
-		// NO KEY UPDATE: the payment rows of other transactions hold KEY
-		// SHARE locks on the order (their foreign key), which FOR UPDATE
-		// would wait for while they wait for purchase_count: a deadlock.
-		err = tx.QueryRow(ctx, `
-			SELECT o.status, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
-			WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID).Scan(&status, &limit)
-		if err != nil {
-			return fmt.Errorf("lock order: %w", err)
 		}
 		var reason, detail string
 		switch {
@@ -424,19 +476,16 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
 		}
 		if reason == "" {
-			lost, err := insertSoldSeats(ctx, tx, o, len(labels), now)
-			if err != nil {
+			var lost []string
+			if lost, bought, err = sell(ctx, tx, o, p, now); err != nil {
 				return err
 			}
-			if len(lost) > 0 {
+			if sold = len(lost) == 0; !sold {
 				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", lost)
 			}
 		}
 		if reason != "" {
 			err = refundInTx(ctx, tx, o.ID, p.PaymentKey, status, reason, detail, now)
-		} else {
-			sold = true
-			bought, err = issueTickets(ctx, tx, o, p, now)
 		}
 		if err == nil && s.beforeCommit != nil {
 			s.beforeCommit(o.ID, p.PaymentKey)
@@ -478,43 +527,6 @@ func (s *Orders) soldBy(ctx context.Context, o *boxoffice.Order, paymentKey stri
 	return outcome == boxoffice.PaymentConfirmed, bought, nil
 }
 
-// insertSoldSeats inserts the order's sold_seat rows in label order, inside a
-// savepoint: if any seat is sold already, none is inserted and the taken
-// labels are returned.
-func insertSoldSeats(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, want int, now time.Time) ([]string, error) {
-	sp, err := tx.Begin(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("savepoint: %w", err)
-	}
-	defer sp.Rollback(ctx)
-	rows, err := sp.Query(ctx, `
-		INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
-		SELECT event_id, seat_label, order_id, $2, $3 FROM order_item WHERE order_id = $1
-		ORDER BY seat_label COLLATE "C"
-		ON CONFLICT DO NOTHING RETURNING seat_label`, o.ID, o.AccountID, now)
-	if err != nil {
-		return nil, fmt.Errorf("insert sold seats: %w", err)
-	}
-	inserted, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("insert sold seats: %w", err)
-	}
-	if len(inserted) == want {
-		return nil, sp.Commit(ctx)
-	}
-	got := make(map[string]bool, len(inserted))
-	for _, l := range inserted {
-		got[l] = true
-	}
-	var taken []string
-	for _, l := range o.Seats() {
-		if !got[l] {
-			taken = append(taken, l)
-		}
-	}
-	return taken, nil
-}
-
 // refundInTx decides, in the confirmation transaction, that a DONE payment
 // sells nothing: the payment becomes refund_pending with the reason, and a
 // payable order REFUNDED (an order that failed or was given up is refunded
@@ -541,54 +553,106 @@ func refundInTx(ctx context.Context, tx pgx.Tx, orderID, paymentKey string, stat
 	return nil
 }
 
-// issueTickets completes a sale in the confirmation transaction: the order
-// CONFIRMED, the account's tickets counted, the tickets issued, the payment
-// confirmed and the outbox row written. It returns the account's tickets for
-// the event in all.
-func issueTickets(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (int, error) {
-	tag, err := tx.Exec(ctx, `
-		UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
-		WHERE id = $1 AND status = ANY($3)`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
-	if err != nil {
-		return 0, fmt.Errorf("confirm order: %w", err)
-	}
-	if tag.RowsAffected() != 1 {
-		return 0, fmt.Errorf("confirm order: the locked order is not payable")
-	}
-	var bought int
-	err = tx.QueryRow(ctx, `UPDATE purchase_count SET tickets = tickets + $3 WHERE event_id = $1 AND account_id = $2 RETURNING tickets`,
-		o.EventID, o.AccountID, len(o.Items)).Scan(&bought)
-	if err != nil {
-		return 0, fmt.Errorf("count tickets: %w", err)
-	}
-	rows, err := tx.Query(ctx, `
-		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
-		SELECT gen_random_uuid(), order_id, event_id, seat_label, $2 FROM order_item WHERE order_id = $1
-		ORDER BY seat_label COLLATE "C"
-		RETURNING id::text, seat_label`, o.ID, now)
-	if err != nil {
-		return 0, fmt.Errorf("issue tickets: %w", err)
-	}
+// sell completes a sale in the confirmation transaction, its statements in
+// one batch (one round trip) after a savepoint: the sold_seat rows (UNIQUE
+// per seat, in label order so that concurrent sales cannot deadlock), the
+// order CONFIRMED, the account's tickets counted, the tickets issued (random
+// UUIDs, made here so that the outbox row can name them in the same batch),
+// the outbox row and the payment confirmed. If a seat was sold already, no
+// ticket is inserted (each seat has one), the batch is rolled back to the
+// savepoint and the labels sold to others are returned. Otherwise it returns the account's tickets for the event in all.
+func sell(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) ([]string, int, error) {
+	labels := o.Seats()
+	slices.Sort(labels) // byte order: COLLATE "C"
+	ids := make([]pgtype.UUID, len(labels))
 	ev := OrderConfirmedEvent{
 		OrderID: o.ID, EventID: o.EventID, AccountID: o.AccountID, Amount: o.Amount, Currency: o.Currency,
-		PaymentKey: p.PaymentKey, Seats: o.Seats(), ConfirmedAt: now.UTC(),
+		PaymentKey: p.PaymentKey, Seats: o.Seats(), ConfirmedAt: now.UTC(), Tickets: make([]TicketOfEvent, len(labels)),
 	}
-	if ev.Tickets, err = pgx.CollectRows(rows, pgx.RowToStructByPos[TicketOfEvent]); err != nil {
-		return 0, fmt.Errorf("issue tickets: %w", err)
+	for i, l := range labels {
+		ids[i] = newTicketID()
+		ev.Tickets[i] = TicketOfEvent{ID: ids[i].String(), Seat: l}
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return 0, fmt.Errorf("outbox payload: %w", err)
+		return nil, 0, fmt.Errorf("outbox payload: %w", err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`,
-		OutboxTopicOrderConfirmed, payload, now); err != nil {
-		return 0, fmt.Errorf("write outbox: %w", err)
+	b := &pgx.Batch{}
+	b.Queue(`SAVEPOINT sale`)
+	b.Queue(`
+		INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
+		SELECT $1, seat, $2, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS s(seat, n) ORDER BY n
+		ON CONFLICT DO NOTHING RETURNING seat_label`, o.EventID, o.ID, o.AccountID, now, labels)
+	b.Queue(`
+		UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
+		WHERE id = $1 AND status = ANY($3)`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
+	b.Queue(`UPDATE purchase_count SET tickets = tickets + $3 WHERE event_id = $1 AND account_id = $2 RETURNING tickets`,
+		o.EventID, o.AccountID, len(labels))
+	b.Queue(`
+		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
+		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)
+		WHERE (SELECT count(*) FROM sold_seat WHERE order_id = $1) = cardinality($5::text[])`, o.ID, o.EventID, now, ids, labels)
+	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
+	b.Queue(`UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`, p.PaymentKey, now)
+
+	var soldNow []string
+	var bought int
+	err = func() error {
+		br := tx.SendBatch(ctx, b)
+		defer br.Close()
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("insert sold seats: %w", err)
+		}
+		if soldNow, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return fmt.Errorf("insert sold seats: %w", err)
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return fmt.Errorf("confirm order: %w", err)
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("confirm order: the locked order is not payable")
+		}
+		if err := br.QueryRow().Scan(&bought); err != nil {
+			return fmt.Errorf("count tickets: %w", err)
+		}
+		for _, what := range []string{"issue tickets", "write outbox", "record confirmation"} {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		return br.Close()
+	}()
+	if err != nil {
+		return nil, 0, err
 	}
-	if _, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`,
-		p.PaymentKey, now); err != nil {
-		return 0, fmt.Errorf("record confirmation: %w", err)
+	if len(soldNow) == len(labels) {
+		return nil, bought, nil
 	}
-	return bought, nil
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT sale`); err != nil {
+		return nil, 0, fmt.Errorf("roll back the sale: %w", err)
+	}
+	var lost []string
+	for _, l := range o.Seats() {
+		if !slices.Contains(soldNow, l) {
+			lost = append(lost, l)
+		}
+	}
+	return lost, 0, nil
+}
+
+// newTicketID returns a random (version 4, RFC 9562) UUID.
+func newTicketID() pgtype.UUID {
+	var u pgtype.UUID
+	rand.Read(u.Bytes[:])
+	u.Bytes[6] = u.Bytes[6]&0x0f | 0x40
+	u.Bytes[8] = u.Bytes[8]&0x3f | 0x80
+	u.Valid = true
+	return u
 }
 
 // refund cancels a refund_pending payment at the PG (Idempotency-Key
