@@ -43,6 +43,12 @@ type TicketOfEvent struct {
 // reconciler does.
 var errPGUnavailable = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable_settle")
 
+// errPGRefused is the PG's final refusal of a look-up that should work (such
+// as INVALID_API_KEY or UNAUTHORIZED_KEY: a misconfigured deployment): the
+// buyer reads that the order waits, never a 500 page, the operator the PG's
+// answer in the log, and the webhook and the reconciler try again.
+var errPGRefused = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_refused")
+
 // Confirm is the one confirmation routine: the PG's success redirect, its
 // webhook (ConfirmWebhook) and the reconciler (Reconcile) all call it, any
 // number of times and concurrently, and one payment is counted once:
@@ -144,7 +150,7 @@ func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string)
 	case boxoffice.IsPGTemporary(err):
 		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
-		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
+		return nil, fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
 	case p.OrderID != orderID || p.PaymentKey != paymentKey:
 		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
 	}
@@ -234,7 +240,7 @@ func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey strin
 	case boxoffice.IsPGTemporary(err):
 		return nil, nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
-		return nil, nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
+		return nil, nil, fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
 	case p.OrderID != o.ID || p.PaymentKey != paymentKey:
 		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
 	}
