@@ -2,10 +2,16 @@ package boxoffice
 
 import (
 	"context"
+	"errors"
 	"net/mail"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
 )
 
 // Account roles.
@@ -48,8 +54,8 @@ type Signup struct {
 	Lang     string // the language the visitor signed up in, "" for none
 }
 
-// Normalize trims the e-mail and name and lower-cases the e-mail, so that one
-// address cannot open two accounts by case.
+// Normalize trims the e-mail and name and lower-cases the e-mail for
+// display. Accounts are told apart by EmailKey, not by this form.
 func (s *Signup) Normalize() {
 	s.Email = strings.ToLower(strings.TrimSpace(s.Email))
 	s.Name = strings.TrimSpace(s.Name)
@@ -71,6 +77,8 @@ func (s *Signup) Validate() error {
 	default:
 		if a, err := mail.ParseAddress(s.Email); err != nil || a.Address != s.Email || !strings.Contains(s.Email, "@") {
 			f["email"] = M("val_email_malformed")
+		} else if _, err := EmailKey(s.Email); err != nil {
+			f["email"] = M("val_email_malformed")
 		}
 	}
 	switch {
@@ -84,11 +92,44 @@ func (s *Signup) Validate() error {
 		f["name"] = M("val_name_empty")
 	case n > MaxNameLen:
 		f["name"] = M("val_name_long", "Max", MaxNameLen)
+	case !PrintableName(s.Name):
+		f["name"] = M("val_name_chars")
 	}
 	if s.Role != RoleFan && s.Role != RoleAdmin {
 		f["role"] = M("val_role_unknown")
 	}
 	return Invalid(f)
+}
+
+// EmailKey returns the form under which e-mail addresses are compared, so
+// that one mailbox holds one account: the address in Unicode NFKC, case
+// folded, with the domain mapped by IDNA (UTS #46, the lookup profile) to
+// its ASCII form. "ｆａｎ@ｅｘａｍｐｌｅ.com", "FAN@example.com" and
+// "fan@example.com" have one key, "fan@example.com". Errors: an address
+// without "@" or with a domain IDNA refuses.
+func EmailKey(email string) (string, error) {
+	s := norm.NFKC.String(cases.Fold().String(norm.NFKC.String(strings.TrimSpace(email))))
+	at := strings.LastIndexByte(s, '@')
+	if at <= 0 || at == len(s)-1 {
+		return "", errors.New("e-mail address without a local part and a domain")
+	}
+	domain, err := idna.Lookup.ToASCII(s[at+1:])
+	if err != nil {
+		return "", err
+	}
+	return s[:at+1] + domain, nil
+}
+
+// PrintableName reports whether name has no control character and no
+// bidirectional formatting character (overrides, embeddings, isolates and
+// marks, which can make a name display as something else).
+func PrintableName(name string) bool {
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return false
+		}
+	}
+	return true
 }
 
 // ValidateLogin returns an EINVALID error naming "email" or "password" when
@@ -122,4 +163,17 @@ type AccountService interface {
 	// SetAccountLang stores the language the account chose (a base tag
 	// such as "ko"). Errors: ENOTFOUND.
 	SetAccountLang(ctx context.Context, id int64, lang string) error
+	// EmailCollisions returns the accounts that shared a mailbox with an
+	// older account when e-mail keys were introduced (EmailKey), oldest
+	// first; such an account cannot log in until an admin settles it.
+	EmailCollisions(ctx context.Context) ([]EmailCollision, error)
+}
+
+// EmailCollision is an account whose e-mail has the key (EmailKey) of an
+// older account's, found by the migration that introduced the keys: it was
+// left as it was, without a key, for an admin to settle.
+type EmailCollision struct {
+	Account Account // the account left without a key
+	Kept    Account // the older account that kept the key
+	Key     string
 }

@@ -30,7 +30,11 @@ func (s *Server) handleAdmin(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	sum := views.AdminSummary{Venues: len(venues), Stuck: stuck}
+	collisions, err := s.Accounts.EmailCollisions(ctx)
+	if err != nil {
+		return err
+	}
+	sum := views.AdminSummary{Venues: len(venues), Stuck: stuck, Collisions: collisions}
 	for _, e := range events {
 		switch e.Status {
 		case boxoffice.EventDraft:

@@ -45,8 +45,9 @@ var (
 // trusted).
 func byAddress(c echo.Context) string { return c.RealIP() }
 
-// byEmailAndAddress keys a rule by the e-mail address typed (trimmed, lower
-// case) together with the client's address (byAddress), as 43 characters:
+// byEmailAndAddress keys a rule by the e-mail address typed (its
+// boxoffice.EmailKey, so that spellings of one mailbox share a count; the
+// address trimmed and lower-cased if it has no key) together with the client's address (byAddress), as 43 characters:
 // the unpadded base64url SHA-256 of the pair, so that the Redis key has the
 // same short length whatever the e-mail. An e-mail too long to be an
 // account's (boxoffice.MaxEmailLen) is not counted: the log-in refuses it
@@ -55,6 +56,9 @@ func byEmailAndAddress(c echo.Context) string {
 	email := strings.ToLower(strings.TrimSpace(c.FormValue("email")))
 	if utf8.RuneCountInString(email) > boxoffice.MaxEmailLen {
 		return ""
+	}
+	if key, err := boxoffice.EmailKey(email); err == nil {
+		email = key
 	}
 	sum := sha256.Sum256([]byte(email + "\x00" + byAddress(c)))
 	return base64.RawURLEncoding.EncodeToString(sum[:])

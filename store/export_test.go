@@ -1,5 +1,20 @@
 package store
 
+import (
+	"context"
+
+	"github.com/pressly/goose/v3"
+)
+
+// MigrateUpTo applies the embedded migrations up to version and no
+// further, so that a test can write rows as an older version had them.
+func MigrateUpTo(ctx context.Context, db *DB, version int64) error {
+	return db.migrate(ctx, func(ctx context.Context, p *goose.Provider) error {
+		_, err := p.UpTo(ctx, version)
+		return err
+	})
+}
+
 // SetBeforeCommit makes the confirmation transaction call f just before it
 // commits, so that tests can hold it open.
 func SetBeforeCommit(s *Orders, f func(orderID, paymentKey string)) { s.beforeCommit = f }

@@ -69,17 +69,26 @@ func (db *DB) Close() { db.Pool.Close() }
 // Migrate applies the embedded migrations that have not run yet. goose takes a
 // PostgreSQL advisory lock, so instances starting together migrate once.
 func (db *DB) Migrate(ctx context.Context) error {
+	return db.migrate(ctx, func(ctx context.Context, p *goose.Provider) error {
+		_, err := p.Up(ctx)
+		return err
+	})
+}
+
+// migrate runs up on a goose provider of the embedded migrations.
+func (db *DB) migrate(ctx context.Context, up func(context.Context, *goose.Provider) error) error {
 	sqlDB := stdlib.OpenDBFromPool(db.Pool)
 	defer sqlDB.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return fmt.Errorf("migration lock: %w", err)
 	}
-	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.FS, goose.WithSessionLocker(locker),
+		goose.WithGoMigrations(migrations.Go()...))
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if err := up(ctx, p); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
