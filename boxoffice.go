@@ -34,6 +34,7 @@ const (
 	ENOENTRYTOKEN  = "no_entry_token" // 403: no live entry token of this session
 	ESEATTAKEN     = "seat_taken"     // 409: a chosen seat is held or sold
 	ELIMITEXCEEDED = "limit_exceeded" // 422: the per-account limit would be passed
+	ELIMITREACHED  = "limit_reached"  // 409: the account already bought the event's limit
 	EBADSEAT       = "bad_seat"       // 400: an unknown or malformed seat
 	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
 )

@@ -122,7 +122,11 @@ type QueueService interface {
 	// An account with a live entry token gets QueueAdmitted (its token stays
 	// bound to the session it was issued to); after a sell-out, QueueSoldOut
 	// and no place.
-	Join(ctx context.Context, eventID, accountID int64, sessionKey string) (QueuePosition, error)
+	// Errors: ELIMITREACHED when the account already bought r.Limit
+	// tickets of the event (as far as Redis's copy of the bought counts
+	// knows: without the copy the limit is left to holding and
+	// confirmation).
+	Join(ctx context.Context, r JoinRequest) (QueuePosition, error)
 	// Position returns where the account stands. place is what the browser
 	// kept from its last Join (the zero QueuePlace if nothing): a place the
 	// instance's shared figures of the current tick show still waiting is
@@ -146,6 +150,16 @@ type QueueService interface {
 	CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey string) error
 	// QueueStats returns the event's waiting-room figures.
 	QueueStats(ctx context.Context, eventID int64) (QueueStats, error)
+}
+
+// JoinRequest is a fan asking for a place in an event's line.
+type JoinRequest struct {
+	EventID    int64
+	AccountID  int64
+	SessionKey string // the session's "sid", which the place is bound to
+	// Limit is the event's MaxPerAccount: an account that already bought
+	// that many tickets gets no place (ELIMITREACHED). 0 skips the check.
+	Limit int
 }
 
 // AdmissionSettings are an event's admission figures, read by the admitter

@@ -28,6 +28,7 @@ var statuses = map[string]int{
 	boxoffice.ETOOLARGE:      http.StatusRequestEntityTooLarge,
 	boxoffice.EINVALID:       http.StatusUnprocessableEntity,
 	boxoffice.ELIMITEXCEEDED: http.StatusUnprocessableEntity,
+	boxoffice.ELIMITREACHED:  http.StatusConflict,
 	boxoffice.ERATELIMITED:   http.StatusTooManyRequests,
 	boxoffice.EINTERNAL:      http.StatusInternalServerError,
 	boxoffice.EUNAVAILABLE:   http.StatusServiceUnavailable,

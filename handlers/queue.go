@@ -135,7 +135,8 @@ func positionJSON(p boxoffice.QueuePosition) map[string]any {
 // in line, or keeps the one it has (CONTRACT.md), in one Redis round trip
 // (the join script); the place goes into the place cookie, never into the
 // session. JSON: 200 with the position; HTML: 303 to the waiting room. Before the queue opens or after
-// the sale ends: 409 queue_not_open, with a page saying when it opens.
+// the sale ends: 409 queue_not_open, with a page saying when it opens. An
+// account that already bought the event's limit: 409 limit_reached.
 func (s *Server) handleQueueJoin(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
@@ -153,7 +154,8 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 		return render(c, http.StatusConflict, views.QueueNotOpenPage(e, now))
 	}
 	account := boxoffice.AccountFromContext(ctx)
-	p, err := s.Queue.Join(ctx, id, account.ID, boxoffice.SessionKeyFromContext(ctx))
+	p, err := s.Queue.Join(ctx, boxoffice.JoinRequest{EventID: id, AccountID: account.ID, SessionKey: boxoffice.SessionKeyFromContext(ctx),
+		Limit: e.MaxPerAccount})
 	if err != nil {
 		return err
 	}

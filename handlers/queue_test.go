@@ -782,3 +782,38 @@ func TestQueue_Stream_OneReadPerTick(t *testing.T) {
 		}
 	}
 }
+
+// A fan who bought the event's limit gets no new turn: 409 limit_reached
+// with a sentence, as JSON and as a page, and no place in line.
+func TestQueue_Join_LimitReached(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	c, acct := app.newAccount(t, "max@example.com", boxoffice.RoleFan)
+	app.enter(t, c, ev.ID)
+	app.hold(t, acct, ev.ID, "A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5")
+	resp := c.do("POST", fmt.Sprintf("/events/%d/orders", ev.ID), url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusCreated)
+	var o orderAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, c.do("GET", app.payAtSandbox(t, c, o, "pay", ""), nil), http.StatusSeeOther)
+
+	join := fmt.Sprintf("/events/%d/queue", ev.ID)
+	resp = c.do("POST", join, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusConflict)
+	m := decode(t, resp)
+	if m["error"] != boxoffice.ELIMITREACHED || !strings.Contains(fmt.Sprint(m["message"]), "5 tickets") {
+		t.Errorf("join at the limit = %v, want limit_reached saying the limit", m)
+	}
+	resp = c.do("POST", join, url.Values{})
+	wantStatus(t, resp, http.StatusConflict)
+	if msg := testid(doc(t, resp), "error-message"); !strings.Contains(msg, "cannot join the queue again") {
+		t.Errorf("join page at the limit says %q, want the limit's sentence", msg)
+	}
+	st, err := app.Srv.Queue.QueueStats(context.Background(), ev.ID)
+	if err != nil || st.Waiting != 0 {
+		t.Errorf("waiting after refused joins = %d (%v), want 0", st.Waiting, err)
+	}
+}

@@ -51,7 +51,7 @@ func BenchmarkQueueStream_Memory(b *testing.B) {
 			if err := app.Sessions.CommitCtx(ctx, token, enc, deadline); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := app.Srv.Queue.Join(ctx, ev.ID, acct, sid); err != nil {
+			if _, err := app.Srv.Queue.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: acct, SessionKey: sid}); err != nil {
 				b.Fatal(err)
 			}
 			requests[i] = fmt.Sprintf("GET /events/%d/queue/stream HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\nCookie: boxoffice_session=%s\r\n\r\n", ev.ID, token)

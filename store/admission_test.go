@@ -99,7 +99,7 @@ func TestAdmitter_EventsSource(t *testing.T) {
 	open, later := mk("Open", now.Add(-time.Hour)), mk("Later", now.Add(time.Hour))
 	for _, ev := range []*boxoffice.Event{open, later} {
 		for acct := int64(1); acct <= 5; acct++ {
-			if _, err := q.Join(ctx, ev.ID, acct, sess(acct)); err != nil {
+			if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: acct, SessionKey: sess(acct)}); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1169,7 +1169,7 @@ func TestHolds_EntryChecked(t *testing.T) {
 	q := &store.Queue{Redis: env.R}
 	acct := newHoldAccount(t, env.DB)
 	stranger := newHoldAccount(t, env.DB)
-	if _, err := q.Join(ctx, ev.ID, acct, "sid-mine"); err != nil {
+	if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: acct, SessionKey: "sid-mine"}); err != nil {
 		t.Fatal(err)
 	}
 	as := func(a int64, sid string) boxoffice.Shopper {
@@ -1220,7 +1220,7 @@ func TestHolds_EntryChecked(t *testing.T) {
 	for i := range sessions {
 		sessions[i] = fmt.Sprintf("device-%d", i)
 		wg.Go(func() {
-			if p, err := q.Join(ctx, ev.ID, acct, sessions[i]); err != nil || p.Status != boxoffice.QueueAdmitted {
+			if p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: acct, SessionKey: sessions[i]}); err != nil || p.Status != boxoffice.QueueAdmitted {
 				t.Errorf("rejoin from %s = %+v, %v", sessions[i], p, err)
 			}
 		})
@@ -1256,7 +1256,7 @@ func TestHolds_EntryChecked(t *testing.T) {
 	t.Run("ErrExpired", func(t *testing.T) {
 		short := boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 10, TokenTTL: time.Millisecond}
 		other := newHoldAccount(t, env.DB)
-		if _, err := q.Join(ctx, ev.ID, other, "sid-other"); err != nil {
+		if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: other, SessionKey: "sid-other"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := q.Admit(ctx, short, 2, time.Second); err != nil {

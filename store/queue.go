@@ -124,9 +124,12 @@ func (q *Queue) liveKey(e int64) string  { return q.Redis.entryLiveKey(e) }
 // a fresh token bound to it, expiring when the old one would have (a rejoin
 // never lengthens a turn), so the earlier session's copy stops working
 // (ReasonOtherSession there). After a sell-out an account without a place
-// gets QueueSoldOut and no place. The caller checks that the event's queue
-// is open (Event.QueueOpen) first: Join does not read events.
-func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey string) (boxoffice.QueuePosition, error) {
+// gets QueueSoldOut and no place. An account whose count in bought:{e}
+// has reached r.Limit gets ELIMITREACHED and nothing changes (no place, no
+// turn moved). The caller checks that the event's queue is open
+// (Event.QueueOpen) first: Join does not read events.
+func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.QueuePosition, error) {
+	eventID, accountID, sessionKey := r.EventID, r.AccountID, r.SessionKey
 	if sessionKey == "" {
 		return boxoffice.QueuePosition{}, errors.New("join queue: empty session key")
 	}
@@ -138,8 +141,9 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
-	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID)}
-	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token).Slice()
+	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID),
+		q.Redis.boughtKey(eventID)}
+	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0)).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -155,6 +159,9 @@ func (q *Queue) Join(ctx context.Context, eventID, accountID int64, sessionKey s
 		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
 	}
 	switch state {
+	case "limit_reached":
+		return boxoffice.QueuePosition{}, &boxoffice.Error{Code: boxoffice.ELIMITREACHED,
+			Msg: boxoffice.M("err_limit_reached", "Limit", r.Limit), Details: map[string]any{"limit": r.Limit}}
 	case "admitted":
 		return boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}, nil
 	case "sold_out":

@@ -68,7 +68,7 @@ func mustJoin(tb testing.TB, q *store.Queue, from, to int64) map[int64]int64 {
 	tb.Helper()
 	seqs := make(map[int64]int64, to-from+1)
 	for a := from; a <= to; a++ {
-		p, err := q.Join(context.Background(), queueEvent, a, sess(a))
+		p, err := q.Join(context.Background(), boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)})
 		if err != nil || p.Status != boxoffice.QueueWaiting {
 			tb.Fatalf("Join(%d) = %+v, %v; want waiting", a, p, err)
 		}
@@ -113,7 +113,7 @@ func TestQueue_Join(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		q := newQueue(t)
-		p, err := q.Join(ctx, queueEvent, 7, "s7")
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 7, SessionKey: "s7"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestQueue_Join(t *testing.T) {
 		if p != want || !boxoffice.ValidQueueEpoch(p.Epoch) {
 			t.Fatalf("Join = %+v, want %+v with a valid epoch", p, want)
 		}
-		p2, err := q.Join(ctx, queueEvent, 8, "s8")
+		p2, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 8, SessionKey: "s8"})
 		if err != nil || p2.Position != 2 || p2.Ahead != 1 || p2.Epoch != p.Epoch {
 			t.Fatalf("second Join = %+v, %v; want position 2, ahead 1, epoch %q", p2, err, p.Epoch)
 		}
@@ -133,7 +133,7 @@ func TestQueue_Join(t *testing.T) {
 	t.Run("RejoinKeepsPlaceAndMovesSession", func(t *testing.T) {
 		q := newQueue(t)
 		mustJoin(t, q, 1, 3)
-		p, err := q.Join(ctx, queueEvent, 2, "other-device")
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 2, SessionKey: "other-device"})
 		if err != nil || p.Sequence != 2 || p.Position != 2 {
 			t.Fatalf("rejoin = %+v, %v; want sequence 2 and position 2", p, err)
 		}
@@ -167,7 +167,7 @@ func TestQueue_Join(t *testing.T) {
 		first, _, _ := entryOf(t, q, 1)
 		expires := expiry()
 
-		p, err := q.Join(ctx, queueEvent, 1, sess(1))
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: sess(1)})
 		if err != nil || p.Status != boxoffice.QueueAdmitted {
 			t.Fatalf("Join from the token's session = %+v, %v; want admitted", p, err)
 		}
@@ -175,7 +175,7 @@ func TestQueue_Join(t *testing.T) {
 			t.Fatalf("a rejoin from the token's own session changed it to %q bound to %q", tok, s)
 		}
 
-		p, err = q.Join(ctx, queueEvent, 1, "another-tab")
+		p, err = q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: "another-tab"})
 		if err != nil || p.Status != boxoffice.QueueAdmitted {
 			t.Fatalf("Join from another session with a live token = %+v, %v; want admitted", p, err)
 		}
@@ -216,7 +216,7 @@ func TestQueue_Join(t *testing.T) {
 		if err != nil || p.Status != boxoffice.QueueSoldOut || p.Position != 2 || p.ETA != 0 || p.Sequence != seqs[2] {
 			t.Fatalf("Position after sell-out = %+v, %v; want sold_out at position 2 with no ETA", p, err)
 		}
-		p, err = q.Join(ctx, queueEvent, 9, "s9")
+		p, err = q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 9, SessionKey: "s9"})
 		if err != nil || p.Status != boxoffice.QueueSoldOut || p.Sequence != 0 {
 			t.Fatalf("Join after sell-out = %+v, %v; want sold_out and no place", p, err)
 		}
@@ -247,7 +247,7 @@ func TestQueue_Join(t *testing.T) {
 
 	t.Run("ErrEmptySession", func(t *testing.T) {
 		q := newQueue(t)
-		if _, err := q.Join(ctx, queueEvent, 1, ""); err == nil {
+		if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: ""}); err == nil {
 			t.Fatal("Join with an empty session key succeeded, want an error")
 		}
 	})
@@ -274,7 +274,7 @@ func TestQueue_Fairness(t *testing.T) {
 	for a := int64(1); a <= fans; a++ {
 		wg.Go(func() {
 			<-start
-			p, err := q.Join(ctx, queueEvent, a, sess(a))
+			p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)})
 			if err != nil || p.Status != boxoffice.QueueWaiting {
 				t.Errorf("Join(%d) = %+v, %v", a, p, err)
 				return
@@ -314,7 +314,7 @@ func TestQueue_Fairness(t *testing.T) {
 				default:
 				}
 				a := rng.Int64N(fans) + 1
-				p, err := q.Join(ctx, queueEvent, a, fmt.Sprintf("tab-%d-%d", a, g))
+				p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: fmt.Sprintf("tab-%d-%d", a, g)})
 				switch {
 				case err != nil:
 					t.Errorf("rejoin(%d): %v", a, err)
@@ -393,7 +393,7 @@ func TestAdmitter_TwoInstances(t *testing.T) {
 		late.Go(func() {
 			q := []*store.Queue{q1, q2}[g%2]
 			for a := int64(10_000 + g*1000); a < int64(10_000+g*1000+500); a++ {
-				p, err := q.Join(ctx, queueEvent, a, sess(a))
+				p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)})
 				if err != nil {
 					t.Errorf("Join(%d): %v", a, err)
 					return
@@ -561,7 +561,7 @@ func TestAdmitter_CrashSafety(t *testing.T) {
 	for g := range 6 {
 		wg.Go(func() {
 			for a := int64(g + 1); a <= fans; a += 6 {
-				p, err := q.Join(ctx, queueEvent, a, sess(a))
+				p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)})
 				if err != nil || p.Status != boxoffice.QueueWaiting {
 					t.Errorf("Join(%d) = %+v, %v", a, p, err)
 					return
@@ -834,7 +834,7 @@ func TestQueue_CheckEntry(t *testing.T) {
 		_, err = q.Position(ctx, queueEvent, 1, boxoffice.QueuePlace{})
 		wantCodeReason(t, err, boxoffice.ENOTINQUEUE, boxoffice.ReasonExpired)
 		// Joining again gives a new place at the back of the line.
-		p, err := q.Join(ctx, queueEvent, 1, sess(1))
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: sess(1)})
 		if err != nil || p.Status != boxoffice.QueueWaiting || p.Sequence != 4 || p.Position != 2 {
 			t.Fatalf("Join after expiry = %+v, %v; want waiting with sequence 4 at position 2", p, err)
 		}
@@ -859,7 +859,7 @@ func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
 		var wg sync.WaitGroup
 		for _, session := range sessions {
 			wg.Go(func() {
-				if p, err := q.Join(ctx, queueEvent, 1, session); err != nil || p.Status != want {
+				if p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: session}); err != nil || p.Status != want {
 					t.Errorf("Join from %s = %+v, %v; want %s", session, p, err, want)
 				}
 			})
@@ -998,7 +998,7 @@ func TestQueue_Reset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	q := newQueue(t)
-	first, err := q.Join(ctx, queueEvent, 1, sess(1))
+	first, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: sess(1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1031,14 +1031,14 @@ func TestQueue_Reset(t *testing.T) {
 	}
 
 	// A new line starts; fans of the old one are still told "reset".
-	p4, err := q.Join(ctx, queueEvent, 4, sess(4))
+	p4, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 4, SessionKey: sess(4)})
 	if err != nil || p4.Position != 1 || p4.Epoch == first.Epoch {
 		t.Fatalf("Join after the loss = %+v, %v; want position 1 in a new epoch", p4, err)
 	}
 	if p, err := q.Position(ctx, queueEvent, 3, boxoffice.QueuePlace{Epoch: first.Epoch}); err != nil || p.Status != boxoffice.QueueReset {
 		t.Fatalf("Position of an old fan in the new line = %+v, %v; want reset", p, err)
 	}
-	p3, err := q.Join(ctx, queueEvent, 3, sess(3))
+	p3, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 3, SessionKey: sess(3)})
 	if err != nil || p3.Position != 2 {
 		t.Fatalf("rejoin after the loss = %+v, %v; want position 2", p3, err)
 	}
@@ -1147,7 +1147,7 @@ func TestQueueMetrics(t *testing.T) {
 	for a := range int64(300) {
 		wg.Go(func() {
 			for range 3 { // rejoins are not joins
-				if _, err := q.Join(ctx, queueEvent, a%100, sess(a)); err != nil {
+				if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a % 100, SessionKey: sess(a)}); err != nil {
 					t.Errorf("Join: %v", err)
 				}
 			}
@@ -1192,7 +1192,7 @@ func BenchmarkQueue_Join(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			a := next.Add(1)
-			if _, err := q.Join(ctx, queueEvent, a, "sid"); err != nil {
+			if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: "sid"}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -1247,7 +1247,7 @@ func joinMany(b *testing.B, q *store.Queue, n int64) {
 	for g := range int64(16) {
 		wg.Go(func() {
 			for a := g + 1; a <= n; a += 16 {
-				if _, err := q.Join(context.Background(), queueEvent, a, sess(a)); err != nil {
+				if _, err := q.Join(context.Background(), boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)}); err != nil {
 					b.Error(err)
 					return
 				}
@@ -1310,5 +1310,50 @@ func TestQueue_Admit_RacingTicks(t *testing.T) {
 	st, err := q.QueueStats(ctx, queueEvent)
 	if err != nil || st.Waiting != fans-len(admitted) || st.AdmittedTotal != int64(len(admitted)) {
 		t.Fatalf("QueueStats = %+v, %v; want %d waiting, %d admitted", st, err, fans-len(admitted), len(admitted))
+	}
+}
+
+// A fan who already bought the limit gets no place and no turn, however
+// many tabs ask at once; the fans below the limit beside them all get one.
+func TestQueue_Join_LimitReached(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	const limit = 5
+	bought := q.Redis.Key("bought:{%d}", queueEvent)
+	for a := int64(1); a <= 100; a++ {
+		if err := q.Redis.Client.HSet(ctx, bought, a, limit-1+int(a%2)).Err(); err != nil { // odd accounts own the limit
+			t.Fatal(err)
+		}
+	}
+	for round := range 3 {
+		errs := make([]error, 300)
+		storetest.AtOnce(300, func(i int) {
+			a := int64(i%100 + 1)
+			_, errs[i] = q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: fmt.Sprintf("tab-%d", i), Limit: limit})
+		})
+		for i, err := range errs {
+			a := int64(i%100 + 1)
+			want := ""
+			if a%2 == 1 {
+				want = boxoffice.ELIMITREACHED
+			}
+			if code := boxoffice.ErrorCode(err); code != want {
+				t.Fatalf("round %d: Join(%d) error %v, want code %q", round, a, err, want)
+			}
+		}
+		st, err := q.QueueStats(ctx, queueEvent)
+		if err != nil || st.Waiting != 50 {
+			t.Fatalf("round %d: %d waiting (%v), want the 50 accounts below the limit", round, st.Waiting, err)
+		}
+	}
+	// After an admission, an account at the limit is still refused, and one
+	// below it is told of its turn.
+	mustAdmit(t, q, admission(1000), 1)
+	if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 1, SessionKey: "late", Limit: limit}); boxoffice.ErrorCode(err) != boxoffice.ELIMITREACHED {
+		t.Fatalf("Join of an account at the limit = %v, want %s", err, boxoffice.ELIMITREACHED)
+	}
+	if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 2, SessionKey: sess(2), Limit: limit}); err != nil {
+		t.Fatalf("Join below the limit: %v", err)
 	}
 }

@@ -67,3 +67,7 @@ func (r *Redis) entryPrefix(eventID int64) string { return r.Key("entry:{%d}:", 
 // entryLiveKey is entry:live:{e}, the sorted set account -> entry token
 // expiry (Unix ms) of every token issued for the event (store.Queue).
 func (r *Redis) entryLiveKey(eventID int64) string { return r.Key("entry:live:{%d}", eventID) }
+
+// boughtKey is bought:{e}, the hash account id -> tickets bought of the
+// event, Redis's copy of PostgreSQL's counts (store.Holds loads it).
+func (r *Redis) boughtKey(eventID int64) string { return r.Key("bought:{%d}", eventID) }

@@ -1,5 +1,6 @@
 -- Join an event's waiting room (store.Queue.Join), atomically:
--- an account with a live entry token is reported admitted, and a join from
+-- an account that bought the limit (bought:{e}) is refused and nothing
+-- changes; an account with a live entry token is reported admitted, and a join from
 -- another session than the token's moves the turn to the joining session (a
 -- fresh token bound to it, same expiry: KEEPTTL), so that the copy the
 -- earlier session holds stops working; an account in line keeps its place
@@ -12,13 +13,21 @@
 -- KEYS[3] queue:sess:{e}   hash account -> session key
 -- KEYS[4] queue:stats:{e}  hash of shared figures
 -- KEYS[5] entry:{e}:{acct} the account's entry token, "<token>|<session key>"
+-- KEYS[6] bought:{e}       hash account -> tickets bought
 -- ARGV[1] account id, ARGV[2] session key, ARGV[3] epoch for a new queue,
--- ARGV[4] a fresh entry token, used only to move a live turn
+-- ARGV[4] a fresh entry token, used only to move a live turn,
+-- ARGV[5] the per-account limit, 0 for no check
 --
 -- Returns {state, sequence, now (Unix ms, Redis clock), stats as HGETALL},
--- state one of "admitted", "rejoined", "joined", "sold_out".
+-- state one of "limit_reached", "admitted", "rejoined", "joined",
+-- "sold_out".
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local limit = tonumber(ARGV[5])
+if limit > 0 and tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0') >= limit then
+  return {'limit_reached', 0, now, {}}
+end
 
 local entry = redis.call('GET', KEYS[5])
 if entry then
