@@ -60,7 +60,7 @@ type Event struct {
 	HoldTTL       time.Duration // how long a seat hold lasts, whole seconds
 	TokenTTL      time.Duration // how long an entry token lasts, whole seconds
 	AdmissionRate int           // fans admitted per second
-	MaxAdmitted   int           // cap on live entry tokens; 0 means no cap
+	MaxShoppers   int           // shoppers at once (live entry tokens); 0 means no cap
 	Paused        bool          // admission paused by an admin
 	Status        string
 	Grades        []Grade
@@ -111,7 +111,7 @@ func (e *Event) Input() EventInput {
 		VenueID: e.VenueID, Title: maps.Clone(e.Title), Description: maps.Clone(e.Description), TimeZone: e.TimeZone,
 		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt,
 		Currency: e.Currency, MaxPerAccount: e.MaxPerAccount, HoldTTL: e.HoldTTL, TokenTTL: e.TokenTTL,
-		AdmissionRate: e.AdmissionRate, MaxAdmitted: e.MaxAdmitted,
+		AdmissionRate: e.AdmissionRate, MaxShoppers: e.MaxShoppers,
 	}
 	for _, g := range e.Grades {
 		in.Grades = append(in.Grades, Grade{Code: g.Code, Name: maps.Clone(g.Name), Price: g.Price, Color: g.Color})
@@ -136,7 +136,7 @@ type EventInput struct {
 	HoldTTL       time.Duration // whole seconds, 1 s to MaxHoldTTL
 	TokenTTL      time.Duration // whole seconds, 1 s to MaxTokenTTL
 	AdmissionRate int           // fans per second, 1 to MaxAdmissionRate
-	MaxAdmitted   int           // cap on live entry tokens; 0 means no cap
+	MaxShoppers   int           // shoppers at once (live entry tokens); 0 means no cap
 	Grades        []Grade       // Code, Name, Price (minor units), Color
 }
 
@@ -184,7 +184,7 @@ var (
 // MaxPerAccountLimit), "hold_ttl" and "token_ttl" (whole seconds up to
 // MaxHoldTTL and MaxTokenTTL; the token's at least the hold's, so that a
 // fan's entry token outlasts the seats held), "admission_rate" (1 to MaxAdmissionRate),
-// "max_admitted" (0 or more), "grades" (1 to MaxGrades), and per grade
+// "max_shoppers" (0 or more), "grades" (1 to MaxGrades), and per grade
 // "grades[i].code" (1 to 8 ASCII letters or digits, unique), "grades[i].name"
 // (1 to MaxGradeNameLen characters), "grades[i].price" (1 to MaxPrice minor
 // units) and "grades[i].color" ("#rrggbb"), i counting from 0. It cannot know
@@ -241,8 +241,8 @@ func (in *EventInput) Validate() error {
 	if in.AdmissionRate < 1 || in.AdmissionRate > MaxAdmissionRate {
 		f["admission_rate"] = M("val_admission_rate", "Max", MaxAdmissionRate)
 	}
-	if in.MaxAdmitted < 0 {
-		f["max_admitted"] = M("val_max_admitted")
+	if in.MaxShoppers < 0 {
+		f["max_shoppers"] = M("val_max_shoppers")
 	}
 	switch {
 	case len(in.Grades) == 0:

@@ -92,8 +92,8 @@ func TestEventInput_Validate(t *testing.T) {
 		{"QueueOpensAtSaleEnd", func(in *boxoffice.EventInput) { in.SaleEndsAt = in.QueueOpensAt }, []string{"sale_ends_at"}},
 		{"StartBeforeQueue", func(in *boxoffice.EventInput) { in.StartsAt = in.QueueOpensAt.Add(-time.Minute) }, []string{"starts_at"}},
 		{"Limits", func(in *boxoffice.EventInput) {
-			in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate, in.MaxAdmitted = 21, 1500*time.Millisecond, 7201*time.Second, 100001, -1
-		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_admitted"}},
+			in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate, in.MaxShoppers = 21, 1500*time.Millisecond, 7201*time.Second, 100001, -1
+		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_shoppers"}},
 		{"Currency", func(in *boxoffice.EventInput) { in.Currency = "WON!" }, []string{"currency"}},
 		{"CurrencyNotISO", func(in *boxoffice.EventInput) { in.Currency = "ABC" }, []string{"currency"}},
 		{"CurrencyTooLong", func(in *boxoffice.EventInput) { in.Currency = "KRWX" }, []string{"currency"}},

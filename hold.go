@@ -182,5 +182,12 @@ type HoldService interface {
 	// MarkSold records in Redis, after the confirmation committed, that
 	// labels are sold and that the account bought boughtTotal tickets of the
 	// event in all, and ends the holds on those seats.
+	// When the account then holds nothing more of the event, its entry
+	// token ends too (its place among the shoppers frees).
 	MarkSold(ctx context.Context, eventID, accountID int64, labels []string, boughtTotal int) error
+	// Leave ends the shopper's turn: all the account's holds for the event
+	// and its entry token end at once, so that its place among the
+	// shoppers frees for the next admission. Errors: ENOENTRYTOKEN (see
+	// Shopper), then nothing changed.
+	Leave(ctx context.Context, s Shopper) error
 }

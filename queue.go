@@ -168,7 +168,7 @@ type JoinRequest struct {
 type AdmissionSettings struct {
 	EventID     int64
 	Rate        int           // fans admitted per second
-	MaxAdmitted int           // cap on live entry tokens; 0 means no cap
+	MaxShoppers int           // shoppers at once (live entry tokens); 0 means no cap
 	Paused      bool          // admission paused by an admin
 	TokenTTL    time.Duration // lifetime of an entry token, at least 1 ms
 	SoldOut     bool          // no seat left: admission stops and waiting fans are told

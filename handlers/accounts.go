@@ -64,8 +64,13 @@ func (s *Server) handleLogin(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// handleLogout handles POST /logout: the session is destroyed.
+// handleLogout handles POST /logout: the session's turns at the sales end
+// (their holds with them, freeing their places among the shoppers), then
+// the session is destroyed.
 func (s *Server) handleLogout(c echo.Context) error {
+	if err := s.leaveAll(c); err != nil {
+		return fmt.Errorf("end the session's turns: %w", err)
+	}
 	if err := s.Sessions.Destroy(c.Request().Context()); err != nil {
 		return fmt.Errorf("destroy session: %w", err)
 	}

@@ -260,8 +260,8 @@ func eventFormFromInput(in boxoffice.EventInput) views.EventForm {
 	if in.VenueID > 0 {
 		f.VenueID = strconv.FormatInt(in.VenueID, 10)
 	}
-	if in.MaxAdmitted > 0 {
-		f.MaxAdmitted = strconv.Itoa(in.MaxAdmitted)
+	if in.MaxShoppers > 0 {
+		f.MaxShoppers = strconv.Itoa(in.MaxShoppers)
 	}
 	for _, g := range in.Grades {
 		f.Grades = append(f.Grades, views.GradeRow{Code: g.Code, Name: g.Name, Price: strconv.FormatInt(g.Price, 10), Color: g.Color})
@@ -289,7 +289,7 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 		"venue_id": &f.VenueID, "time_zone": &f.TimeZone,
 		"starts_at": &f.StartsAt, "queue_opens_at": &f.QueueOpensAt, "sale_ends_at": &f.SaleEndsAt,
 		"currency": &f.Currency, "max_per_account": &f.MaxPerAccount, "hold_ttl": &f.HoldTTL,
-		"token_ttl": &f.TokenTTL, "admission_rate": &f.AdmissionRate, "max_admitted": &f.MaxAdmitted,
+		"token_ttl": &f.TokenTTL, "admission_rate": &f.AdmissionRate, "max_shoppers": &f.MaxShoppers,
 	} {
 		if form.Has(key) {
 			*dst = form.Get(key)
@@ -360,7 +360,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]boxo
 	in.HoldTTL = time.Duration(formInt(strings.TrimSpace(f.HoldTTL), "hold_ttl", fields)) * time.Second
 	in.TokenTTL = time.Duration(formInt(strings.TrimSpace(f.TokenTTL), "token_ttl", fields)) * time.Second
 	in.AdmissionRate = formInt(strings.TrimSpace(f.AdmissionRate), "admission_rate", fields)
-	in.MaxAdmitted = formInt(strings.TrimSpace(f.MaxAdmitted), "max_admitted", fields)
+	in.MaxShoppers = formInt(strings.TrimSpace(f.MaxShoppers), "max_shoppers", fields)
 	for i, g := range f.Grades {
 		price, err := strconv.ParseInt(g.Price, 10, 64)
 		if err != nil && g.Price != "" {

@@ -93,3 +93,51 @@ func (s *Server) noEntry(c echo.Context, eventID int64, err error) error {
 	}
 	return render(c, http.StatusForbidden, views.NoEntryPage(eventID, reason))
 }
+
+// handleLeave handles POST /events/:id/leave, the "Leave the sale" button:
+// the session's turn ends, with all the account's holds for the event, so
+// that its place among the shoppers goes to the next fan in line (one
+// script, Holds.Leave). JSON: 200 {"left": true}; a page: 303 to the event.
+// Without a live entry token of this session: 403 no_entry_token, nothing
+// changed.
+func (s *Server) handleLeave(c echo.Context) error {
+	id, err := eventID(c)
+	if err != nil {
+		return err
+	}
+	sh, err := shopper(c, id)
+	if err == nil {
+		err = s.Holds.Leave(c.Request().Context(), sh)
+	}
+	if err != nil {
+		return s.noEntry(c, id, err)
+	}
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, map[string]any{"left": true})
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d", id))
+}
+
+// leaveAll ends the session's turns at every event whose sale is open, at
+// log-out: a turn bound to another session of the account is not this
+// log-out's to end (Holds.Leave refuses it). Errors: the events' read's or
+// Redis's; a missing turn is none.
+func (s *Server) leaveAll(c echo.Context) error {
+	ctx := c.Request().Context()
+	acct := boxoffice.AccountFromContext(ctx)
+	key := boxoffice.SessionKeyFromContext(ctx)
+	if acct == nil || key == "" {
+		return nil
+	}
+	events, err := s.Events.FindEvents(ctx, boxoffice.EventFilter{Statuses: []string{boxoffice.EventOnSale}, Upcoming: true})
+	if err != nil {
+		return err
+	}
+	for _, e := range events {
+		err := s.Holds.Leave(ctx, boxoffice.Shopper{EventID: e.ID, AccountID: acct.ID, SessionKey: key})
+		if err != nil && boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN {
+			return err
+		}
+	}
+	return nil
+}

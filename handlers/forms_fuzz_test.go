@@ -19,7 +19,7 @@ func FuzzForms(f *testing.F) {
 		"title=Gala&venue_id=1&time_zone=Asia%2FSeoul&starts_at=2030-12-31T19%3A00&queue_opens_at=2030-12-01T20%3A00" +
 			"&sale_ends_at=2030-12-30T18%3A00&currency=KRW&max_per_account=5&hold_ttl=300&token_ttl=600&admission_rate=100" +
 			"&grade_rows=2&grades%5B0%5D.code=R&grades%5B0%5D.name=R+seat&grades%5B0%5D.price=150000&grades%5B0%5D.color=%23c0392b",
-		"time_zone=Europe%2FBerlin&queue_opens_at=2026-03-29T02%3A30&hold_ttl=-1&max_admitted=99999999999999999999",
+		"time_zone=Europe%2FBerlin&queue_opens_at=2026-03-29T02%3A30&hold_ttl=-1&max_shoppers=99999999999999999999",
 		"name=Hall&section_rows=2&sections%5B0%5D.name=A&sections%5B0%5D.rows=3&sections%5B0%5D.seats_per_row=6&sections%5B0%5D.grade=R",
 		"sections%5B1%5D.rows=200&sections%5B1%5D.seats_per_row=200&sections%5B1%5D.name=B&sections%5B1%5D.grade=S",
 		"paused=true&rate=50", "paused=maybe&rate=-3", "rate=1e9",

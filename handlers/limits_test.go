@@ -177,7 +177,7 @@ func TestInputLimits(t *testing.T) {
 		{name: "EventHoldTTLRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "hold_ttl", "-5"), status: 422, want: "Hold seats for 1 to 3600 whole seconds."},
 		{name: "EventTokenTTLRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "token_ttl", "7201"), status: 422, want: "Let entry tokens last 1 to 7200 whole seconds."},
 		{name: "EventRateRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "admission_rate", "0"), status: 422, want: "Admit 1 to 100000 fans per second."},
-		{name: "EventMaxAdmittedRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "max_admitted", "-1"), status: 422, want: "Use 0 for no cap, or a positive number."},
+		{name: "EventMaxShoppersRange", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "max_shoppers", "-1"), status: 422, want: "Use 0 for no cap, or a positive number."},
 		{name: "EventVenueMalformed", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "venue_id", long), status: 422, want: "Choose a venue."},
 		{name: "EventGradeCodeLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].code", long), status: 422, want: "Use 1 to 8 letters or digits for the grade code.", echo: true},
 		{name: "EventGradeNameLong", c: admin, method: "POST", path: "/admin/events", form: with(eventForm, "grades[0].name.en", long), status: 422, want: "Use 1 to 60 characters for the grade name.", echo: true},

@@ -817,3 +817,63 @@ func TestQueue_Join_LimitReached(t *testing.T) {
 		t.Errorf("waiting after refused joins = %d (%v), want 0", st.Waiting, err)
 	}
 }
+
+// A turn ends when the fan presses "Leave the sale" (holds released), when
+// the fan's order is confirmed and nothing more is held, and at log-out.
+func TestQueue_TurnEnds(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	entry := fmt.Sprintf("/events/%d/entry", ev.ID)
+
+	t.Run("Leave", func(t *testing.T) {
+		c, acct := app.newAccount(t, "leaver@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		app.hold(t, acct, ev.ID, "A-1-9")
+		page := c.do("GET", fmt.Sprintf("/events/%d/seats", ev.ID), nil)
+		wantStatus(t, page, http.StatusOK)
+		if testid(doc(t, page), "leave") == "" {
+			t.Fatal("the seat map has no Leave the sale button")
+		}
+		resp := c.do("POST", fmt.Sprintf("/events/%d/leave", ev.ID), url.Values{})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != fmt.Sprintf("/events/%d", ev.ID) {
+			t.Errorf("leaving redirects to %q, want the event page", loc)
+		}
+		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusForbidden)
+		if mine, _, err := app.Srv.Holds.MyHolds(context.Background(), ev.ID, acct.ID); err != nil || len(mine) != 0 {
+			t.Errorf("holds after leaving = %v (%v), want none", mine, err)
+		}
+		resp = c.do("POST", fmt.Sprintf("/events/%d/leave", ev.ID), url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusForbidden)
+		wantErrorCode(t, resp, boxoffice.ENOENTRYTOKEN)
+	})
+
+	t.Run("Confirmed", func(t *testing.T) {
+		c, acct := app.newAccount(t, "buyer2@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		app.hold(t, acct, ev.ID, "A-1-1")
+		resp := c.do("POST", fmt.Sprintf("/events/%d/orders", ev.ID), url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusCreated)
+		var o orderAnswer
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+		wantStatus(t, c.do("GET", app.payAtSandbox(t, c, o, "pay", ""), nil), http.StatusSeeOther)
+		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusForbidden)
+	})
+
+	t.Run("LogOut", func(t *testing.T) {
+		c, acct := app.newAccount(t, "goer@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		app.hold(t, acct, ev.ID, "A-1-7")
+		wantStatus(t, c.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+		if err := app.Srv.Queue.CheckEntry(context.Background(), ev.ID, acct.ID, "any"); boxoffice.NoEntryReason(err) != boxoffice.ReasonExpired {
+			t.Errorf("entry after log-out = %v, want ended", err)
+		}
+		if mine, _, err := app.Srv.Holds.MyHolds(context.Background(), ev.ID, acct.ID); err != nil || len(mine) != 0 {
+			t.Errorf("holds after log-out = %v (%v), want none", mine, err)
+		}
+	})
+}

@@ -178,6 +178,7 @@ func (s *Server) Handler() http.Handler {
 	app.POST("/events/:id/holds", s.handleHold, requireAccount)
 	app.DELETE("/events/:id/holds/:seat", s.handleRelease, requireAccount)
 	app.POST("/events/:id/holds/:seat/release", s.handleRelease, requireAccount)
+	app.POST("/events/:id/leave", s.handleLeave, requireAccount)
 
 	// Checkout and payments: orders, the PG's redirects and webhook, tickets.
 	app.POST("/events/:id/orders", s.handleCreateOrder, s.requireEntry)

@@ -19,7 +19,7 @@ var _ boxoffice.AdmissionSource = (*Events)(nil)
 // it once per tick on the instance that holds the tick's lock.
 func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.AdmissionSettings, error) {
 	rows, err := s.DB.Pool.Query(ctx, `
-		SELECT e.id, e.admission_rate, coalesce(e.max_admitted, 0), e.admission_paused, e.token_ttl_seconds,
+		SELECT e.id, e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.token_ttl_seconds,
 		       NOT EXISTS (SELECT 1 FROM event_seat es WHERE es.event_id = e.id AND NOT EXISTS (
 		           SELECT 1 FROM sold_seat ss WHERE ss.event_id = es.event_id AND ss.seat_label = es.label))
 		FROM event e
@@ -31,7 +31,7 @@ func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.Adm
 	open, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.AdmissionSettings, error) {
 		var a boxoffice.AdmissionSettings
 		var ttl int
-		err := row.Scan(&a.EventID, &a.Rate, &a.MaxAdmitted, &a.Paused, &ttl, &a.SoldOut)
+		err := row.Scan(&a.EventID, &a.Rate, &a.MaxShoppers, &a.Paused, &ttl, &a.SoldOut)
 		a.TokenTTL = time.Duration(ttl) * time.Second
 		return a, err
 	})

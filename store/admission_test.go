@@ -38,7 +38,7 @@ func TestEvents_OpenQueues(t *testing.T) {
 	}
 	in := eventInput(f.venue.ID, "R", "S", "A")
 	in.Title, in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = boxoffice.Text{"en": "Tuned"}, now.Add(-time.Hour), now.Add(time.Hour), now.Add(2*time.Hour)
-	in.AdmissionRate, in.MaxAdmitted, in.HoldTTL, in.TokenTTL = 7, 3, 60*time.Second, 90*time.Second
+	in.AdmissionRate, in.MaxShoppers, in.HoldTTL, in.TokenTTL = 7, 3, 60*time.Second, 90*time.Second
 	tuned := mustCreateEvent(t, f.es, in)
 	if _, err := f.es.PublishEvent(ctx, tuned.ID); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestEvents_OpenQueues(t *testing.T) {
 	want := []boxoffice.AdmissionSettings{
 		{EventID: running.ID, Rate: boxoffice.DefaultAdmissionRate, TokenTTL: boxoffice.DefaultTokenTTL},
 		{EventID: opensNow.ID, Rate: boxoffice.DefaultAdmissionRate, TokenTTL: boxoffice.DefaultTokenTTL},
-		{EventID: tuned.ID, Rate: 7, MaxAdmitted: 3, Paused: true, TokenTTL: 90 * time.Second},
+		{EventID: tuned.ID, Rate: 7, MaxShoppers: 3, Paused: true, TokenTTL: 90 * time.Second},
 	}
 	got, err := f.es.OpenQueues(ctx, now)
 	if err != nil || !slices.Equal(got, want) {

@@ -46,7 +46,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 		var id int64
 		err := tx.QueryRow(ctx, `
 			INSERT INTO event (venue_id, title, description, time_zone, starts_at, queue_opens_at, sale_ends_at,
-			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_admitted)
+			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_shoppers)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0))
 			RETURNING id`, eventArgs(in)...).Scan(&id)
 		if pgErrCode(err) == "23503" { // the venue was deleted a moment ago
@@ -72,7 +72,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 func eventArgs(in boxoffice.EventInput) []any {
 	return []any{in.VenueID, in.Title, in.Description, in.TimeZone, in.StartsAt, in.QueueOpensAt, in.SaleEndsAt,
 		in.Currency, in.MaxPerAccount, int(in.HoldTTL / time.Second), int(in.TokenTTL / time.Second),
-		in.AdmissionRate, in.MaxAdmitted}
+		in.AdmissionRate, in.MaxShoppers}
 }
 
 // venueGradesQuery finds the grades of a venue's seats that none of the
@@ -188,7 +188,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 			UPDATE event SET venue_id = $2, title = $3, description = $4, time_zone = $5, starts_at = $6,
 			       queue_opens_at = $7, sale_ends_at = $8, currency = $9, max_per_account = $10,
 			       hold_ttl_seconds = $11, token_ttl_seconds = $12, admission_rate = $13,
-			       max_admitted = NULLIF($14, 0), updated_at = now()
+			       max_shoppers = NULLIF($14, 0), updated_at = now()
 			WHERE id = $1`, args...)
 		if err != nil {
 			return fmt.Errorf("update event: %w", err)
@@ -385,7 +385,7 @@ func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate 
 const eventQuery = `
 SELECT e.id, e.venue_id, v.name, e.title, e.description, e.time_zone, e.starts_at, e.queue_opens_at,
        e.sale_ends_at, e.currency, e.max_per_account, e.hold_ttl_seconds, e.token_ttl_seconds,
-       e.admission_rate, coalesce(e.max_admitted, 0), e.admission_paused, e.status, e.created_at, e.updated_at
+       e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.status, e.created_at, e.updated_at
 FROM event e JOIN venue v ON v.id = e.venue_id`
 
 func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
@@ -393,7 +393,7 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 	var holdTTL, tokenTTL int
 	err := row.Scan(&e.ID, &e.VenueID, &e.VenueName, &e.Title, &e.Description, &e.TimeZone, &e.StartsAt,
 		&e.QueueOpensAt, &e.SaleEndsAt, &e.Currency, &e.MaxPerAccount, &holdTTL, &tokenTTL,
-		&e.AdmissionRate, &e.MaxAdmitted, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt)
+		&e.AdmissionRate, &e.MaxShoppers, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ var (
 	holdMineScript    = loadScript(holdLua, "lua/hold_mine.lua")
 	holdCacheScript   = loadScript(holdLua, "lua/hold_cache.lua")
 	holdReleaseOrder  = loadScript(holdLua, "lua/hold_release_order.lua")
+	holdLeaveScript   = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_leave.lua")
 )
 
 // loadScript returns the script made of the embedded files names, in order
@@ -361,6 +362,45 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	return mine, nil
 }
 
+// leaveTries bounds Leave's reads of the account's holds: each try fails
+// only if the account held another seat between the read and the script.
+const leaveTries = 5
+
+// Leave ends the shopper's turn: every hold of the account for the event
+// ends and so does its entry token, in one Lua script (hold_leave.lua), so
+// that no hold outlives the turn and the place among the shoppers frees for
+// the next admission. The seats held are read first (one round trip) so
+// that the script can declare their keys; a hold taken in between makes the
+// script change nothing, and Leave reads again. Errors: ENOENTRYTOKEN (see
+// Shopper), then nothing changed.
+func (h *Holds) Leave(ctx context.Context, s boxoffice.Shopper) error {
+	e, acct := s.EventID, s.AccountID
+	for range leaveTries {
+		labels, err := h.Redis.Client.ZRange(ctx, h.holdKey(e, acct), 0, -1).Result()
+		if err != nil {
+			return fmt.Errorf("leave the sale of event %d: %w", e, err)
+		}
+		keys := []string{h.holdKey(e, acct), h.Redis.Key("held:{%d}", e), h.Redis.Key("holder:{%d}", e),
+			h.Redis.entryKey(e, acct), h.Redis.entryLiveKey(e)}
+		args := []any{acct, s.SessionKey}
+		for _, l := range labels {
+			keys = append(keys, h.lockKey(e, l))
+			args = append(args, l)
+		}
+		res, err := holdLeaveScript.Run(ctx, h.Redis.Client, keys, args...).Slice()
+		if err != nil {
+			return fmt.Errorf("leave the sale of event %d: %w", e, err)
+		}
+		switch res[0] {
+		case "no_entry":
+			return entryRefused(res[1])
+		case "left":
+			return nil
+		}
+	}
+	return fmt.Errorf("leave the sale of event %d: the account's holds kept changing", e)
+}
+
 // SeatStatuses returns the state of all the event's seats for the shopper
 // with one Redis round trip (a MULTI/EXEC pipeline; two more, and one
 // PostgreSQL load, when the sold-seat cache must be loaded first), whatever
@@ -637,7 +677,11 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, label
 // committed: labels join sold:{e}, the account's bought count becomes
 // boughtTotal (its tickets for the event in all, as purchase_count says after
 // the commit) unless it is higher already, and every hold on those seats ends
-// (whoever held it) and leaves the indexes. Calling it again changes nothing.
+// (whoever held it) and leaves the indexes. If the account then holds no
+// other live seat of the event, its entry token ends in the same script,
+// freeing its place among the shoppers (max_shoppers) for the next
+// admission; a buyer still holding seats keeps the turn. Calling it again
+// changes nothing.
 func (h *Holds) MarkSold(ctx context.Context, eventID, accountID int64, labels []string, boughtTotal int) error {
 	keys := []string{
 		h.Redis.Key("sold:{%d}", eventID),
@@ -646,6 +690,8 @@ func (h *Holds) MarkSold(ctx context.Context, eventID, accountID int64, labels [
 		h.Redis.Key("held:{%d}", eventID),
 		h.Redis.Key("holder:{%d}", eventID),
 		h.Redis.Key("claimed:{%d}", eventID),
+		h.Redis.entryKey(eventID, accountID),
+		h.Redis.entryLiveKey(eventID),
 	}
 	args := []any{accountID, boughtTotal}
 	for _, l := range labels {

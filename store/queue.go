@@ -371,7 +371,7 @@ type AdmitResult struct {
 }
 
 // Admit admits tick number tick's batch of the event in one Lua script: the
-// batch (boxoffice.AdmissionBatch of s.Rate, limited by s.MaxAdmitted live
+// batch (boxoffice.AdmissionBatch of s.Rate, limited by s.MaxShoppers live
 // tokens) is taken from the head of the line; each fan gets an entry token
 // (128 bits from crypto/rand) bound to the session of their place, with
 // PXAT = now + s.TokenTTL, and leaves the line, all or nothing. A tick at or
@@ -387,7 +387,7 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		batch = 0
 	}
 	args := make([]any, 0, 10+batch)
-	args = append(args, tick, batch, max(s.MaxAdmitted, 0), s.TokenTTL.Milliseconds(), q.Redis.entryPrefix(s.EventID),
+	args = append(args, tick, batch, max(s.MaxShoppers, 0), s.TokenTTL.Milliseconds(), q.Redis.entryPrefix(s.EventID),
 		boolArg(s.Paused), boolArg(s.SoldOut), s.Rate, every.Milliseconds(), recordField(tick))
 	for range batch {
 		t, err := randomToken()

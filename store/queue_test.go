@@ -669,7 +669,7 @@ func TestQueue_Admit_Cap(t *testing.T) {
 	q := newQueue(t)
 	const fans, capacity = 40, 5
 	s := admission(1000) // 10 per 10 ms tick, twice the cap
-	s.MaxAdmitted = capacity
+	s.MaxShoppers = capacity
 	s.TokenTTL = 150 * time.Millisecond
 	mustJoin(t, q, 1, fans)
 	q2 := sameQueue(t, q)
@@ -1057,7 +1057,7 @@ func TestQueue_QueueStats(t *testing.T) {
 	q := newQueue(t)
 	mustJoin(t, q, 1, 100)
 	s := admission(20)
-	s.MaxAdmitted = 50
+	s.MaxShoppers = 50
 	for tick := int64(1); tick <= 3; tick++ {
 		mustAdmit(t, q, s, tick)
 	}

@@ -80,7 +80,7 @@ func seed(ctx context.Context, db *store.DB) (Sale, error) {
 	if sale.EventID == 0 {
 		return Sale{}, fmt.Errorf("seed: no event at the Inspire Arena")
 	}
-	if _, err := db.Pool.Exec(ctx, `UPDATE event SET admission_paused = true, max_admitted = NULL WHERE id = $1`, sale.EventID); err != nil {
+	if _, err := db.Pool.Exec(ctx, `UPDATE event SET admission_paused = true, max_shoppers = NULL WHERE id = $1`, sale.EventID); err != nil {
 		return Sale{}, fmt.Errorf("pause admission: %w", err)
 	}
 	err = db.Pool.QueryRow(ctx, `SELECT (SELECT id FROM account WHERE email = $1), (SELECT count(*) FROM event_seat WHERE event_id = $2)`,

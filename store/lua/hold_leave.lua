@@ -1,0 +1,44 @@
+-- Ends a shopper's turn (store.Holds.Leave) with the entry token checked
+-- first (DESIGN rule 5): every hold of the account ends (a compare-and-
+-- delete per seat, so another account's hold is never touched), and the
+-- entry token ends, freeing the place among the shoppers for the next
+-- admission (entry:live:{e} keeps the account, expired). The caller lists
+-- the account's held seats as it read them; if the account holds a seat
+-- that is not listed (a hold that came in since), nothing changes and the
+-- caller reads again.
+-- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e}, KEYS[3] holder:{e},
+-- KEYS[4] entry:{e}:{acct}, KEYS[5] entry:live:{e},
+-- KEYS[6..] seat:lock:{e}:<label> of the listed seats
+-- ARGV[1] account id, ARGV[2] the session key the entry token must be bound
+-- to, ARGV[3..] the listed labels.
+-- Returns {'no_entry', reason} (as hold.lua), {'retry'} or {'left', n}, n
+-- the holds ended.
+-- entry_refusal comes from hold_shopper.lua.
+local refusal = entry_refusal(KEYS[4], KEYS[5], ARGV[1], ARGV[2])
+if refusal then
+  return {'no_entry', refusal}
+end
+local listed = {}
+for i = 3, #ARGV do
+  listed[ARGV[i]] = true
+end
+for _, label in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+  if not listed[label] then
+    return {'retry'}
+  end
+end
+local ended = 0
+for i = 6, #KEYS do
+  local label = ARGV[i - 3]
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    redis.call('ZREM', KEYS[2], label)
+    redis.call('HDEL', KEYS[3], label)
+    ended = ended + 1
+  end
+end
+redis.call('DEL', KEYS[1], KEYS[4])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[5], 'XX', now - 1, ARGV[1])
+return {'left', ended}
