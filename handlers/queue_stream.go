@@ -44,15 +44,20 @@ type queueHub struct {
 
 	mu     sync.Mutex
 	events map[int64]map[*queueFan]struct{} // fans by event; an entry means its goroutine runs
+	// open streams of this instance by session key and by address, capped
+	// by Server.StreamsPerSession and StreamsPerAddress
+	bySession, byAddress map[string]int
 }
 
 // queueFan is one open stream: the fan's account, its place as the place
-// cookie had it, its language (one of views.Langs) and the connection.
+// cookie had it, its language (one of views.Langs), the session key and
+// address it counts against, and the connection.
 type queueFan struct {
-	account int64
-	place   queuePlace
-	lang    string
-	conn    net.Conn
+	account       int64
+	place         queuePlace
+	lang          string
+	session, addr string
+	conn          net.Conn
 }
 
 // fragmentKey is what a waiting-room fragment depends on besides the event
@@ -68,7 +73,39 @@ type fragmentKey struct {
 }
 
 func newQueueHub(s *Server) *queueHub {
-	return &queueHub{s: s, events: map[int64]map[*queueFan]struct{}{}}
+	return &queueHub{s: s, events: map[int64]map[*queueFan]struct{}{}, bySession: map[string]int{}, byAddress: map[string]int{}}
+}
+
+// reserve counts a stream of f's session and address, unless either
+// already has its cap of open streams (a cap of 0 or less is none): then it
+// returns false and counts nothing. Each reserve that returned true is
+// undone once by release.
+func (h *queueHub) reserve(f *queueFan) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.s.StreamsPerSession; n > 0 && h.bySession[f.session] >= n {
+		return false
+	}
+	if n := h.s.StreamsPerAddress; n > 0 && h.byAddress[f.addr] >= n {
+		return false
+	}
+	h.bySession[f.session]++
+	h.byAddress[f.addr]++
+	return true
+}
+
+// release undoes reserve.
+func (h *queueHub) release(f *queueFan) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range []struct {
+		counts map[string]int
+		key    string
+	}{{h.bySession, f.session}, {h.byAddress, f.addr}} {
+		if m.counts[m.key]--; m.counts[m.key] <= 0 {
+			delete(m.counts, m.key)
+		}
+	}
 }
 
 // join adds a stream of the event, starting the event's goroutine if none
@@ -90,12 +127,14 @@ func (h *queueHub) join(eventID int64, f *queueFan) bool {
 	return true
 }
 
-// leave removes a stream and closes its connection.
+// leave removes a stream, closes its connection and releases its place
+// under the caps.
 func (h *queueHub) leave(eventID int64, f *queueFan) {
 	h.mu.Lock()
 	delete(h.events[eventID], f)
 	h.mu.Unlock()
 	f.conn.Close()
+	h.release(f)
 }
 
 // tick returns the length of a tick.
@@ -281,7 +320,11 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	// the language as views.Langs spells it: the request's may be cut from
 	// its Cookie header, which the fan would then keep for the stream's life
 	lang := views.Langs[slices.Index(views.Langs, views.Lang(ctx))]
-	fan := &queueFan{account: boxoffice.AccountFromContext(ctx).ID, place: s.queuePlace(c), lang: lang}
+	fan := &queueFan{account: boxoffice.AccountFromContext(ctx).ID, place: s.queuePlace(c), lang: lang,
+		session: boxoffice.SessionKeyFromContext(ctx), addr: byAddress(c)}
+	if !s.queueHub.reserve(fan) {
+		return boxoffice.NewError(boxoffice.ERATELIMITED, "err_too_many_streams")
+	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "text/event-stream")
 	h.Set(echo.HeaderCacheControl, "no-cache")
@@ -294,17 +337,20 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 
 	conn, _, err := http.NewResponseController(c.Response().Writer).Hijack()
 	if err != nil {
+		s.queueHub.release(fan)
 		return fmt.Errorf("queue stream: take over the connection: %w", err)
 	}
 	conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if _, err := conn.Write(head.Bytes()); err != nil {
 		conn.Close()
+		s.queueHub.release(fan)
 		return nil
 	}
 	fan.conn = conn
 	if !s.queueHub.join(id, fan) {
 		io.WriteString(conn, "retry: 1000\n\n")
 		conn.Close()
+		s.queueHub.release(fan)
 	}
 	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -876,4 +877,62 @@ func TestQueue_TurnEnds(t *testing.T) {
 			t.Errorf("holds after log-out = %v (%v), want none", mine, err)
 		}
 	})
+}
+
+// Open waiting-room streams are capped per session and per address: the
+// stream over a cap is refused with 429 (the page then polls), also when
+// hundreds of streams of one session open at once.
+func TestQueue_Stream_Caps(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, func(s *handlers.Server) { s.StreamsPerSession, s.StreamsPerAddress = 4, 6 })
+	ev := app.openEvent(t)
+	path := fmt.Sprintf("/events/%d/queue/stream", ev.ID)
+	a, _ := app.newAccount(t, "tabs@example.com", boxoffice.RoleFan)
+	b, _ := app.newAccount(t, "neighbour@example.com", boxoffice.RoleFan)
+	wantStatus(t, a.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
+
+	statuses := make([]int, 300)
+	storetest.AtOnce(len(statuses), func(i int) {
+		resp := a.do("GET", path, nil, "Accept: text/event-stream")
+		statuses[i] = resp.StatusCode
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			return
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+	})
+	ok, refused := 0, 0
+	for _, st := range statuses {
+		switch st {
+		case http.StatusOK:
+			ok++
+		case http.StatusTooManyRequests:
+			refused++
+		default:
+			t.Errorf("stream answered %d, want 200 or 429", st)
+		}
+	}
+	if ok != 4 || refused != 296 {
+		t.Fatalf("%d streams of one session opened and %d refused, want 4 and 296", ok, refused)
+	}
+	// Another session from the same address: two more streams reach the
+	// address's cap of six.
+	for i := range 3 {
+		resp := b.do("GET", path, nil, "Accept: text/event-stream")
+		want := http.StatusOK
+		if i == 2 {
+			want = http.StatusTooManyRequests
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("stream %d of a second session answered %d, want %d", i, resp.StatusCode, want)
+		}
+		if want == http.StatusOK {
+			t.Cleanup(func() { resp.Body.Close() })
+		} else {
+			resp.Body.Close()
+		}
+	}
+	resp := b.do("GET", path, nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusTooManyRequests)
+	wantErrorCode(t, resp, boxoffice.ERATELIMITED)
 }

@@ -75,7 +75,13 @@ type Server struct {
 	// when 0): once per tick each instance reads the positions of all its
 	// SSE clients of an event in one Redis round trip.
 	AdmissionTick time.Duration
-	queueHub      *queueHub
+	// StreamsPerSession and StreamsPerAddress cap the waiting-room streams
+	// open at once on this instance per session and per client address
+	// (STREAMS_PER_SESSION, STREAMS_PER_ADDRESS; 0 is no cap): a stream
+	// over a cap is refused with 429 rate_limited, and the page polls.
+	StreamsPerSession int
+	StreamsPerAddress int
+	queueHub          *queueHub
 
 	// Seat map (issue 5): each event's seats, loaded once per process, and
 	// its page, rendered and compressed once per event, version and language.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,10 @@ type Config struct {
 	PaymentWindow time.Duration // PAYMENT_WINDOW: how long an order waits for its payment
 	PprofAddr     string        // PPROF_ADDR: loopback host:port of the CPU/heap profiler, "" (off) by default
 	DefaultLang   string        // DEFAULT_LANG: the language of visitors who state none, and of the CLI's output
+	// STREAMS_PER_SESSION, STREAMS_PER_ADDRESS: the waiting-room streams
+	// one session, and one client address, may have open at once on an
+	// instance (0: no cap)
+	StreamsPerSession, StreamsPerAddress int
 
 	// RECONCILE_INTERVAL: how often the reconciler settles the payments
 	// that the PG's redirect and webhook left undone; it paces the
@@ -128,6 +133,16 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.PprofAddr = get("PPROF_ADDR", ""); c.PprofAddr != "" && !loopback(c.PprofAddr) {
 		bad("PPROF_ADDR", "want a loopback host:port such as 127.0.0.1:6060 (the profiler must not be reachable from outside), got %q", c.PprofAddr)
 	}
+	for _, v := range []struct {
+		name, def string
+		to        *int
+	}{{"STREAMS_PER_SESSION", "4", &c.StreamsPerSession}, {"STREAMS_PER_ADDRESS", "1000", &c.StreamsPerAddress}} {
+		n, err := strconv.Atoi(get(v.name, v.def))
+		if err != nil || n < 0 || n > 1_000_000 {
+			bad(v.name, "want a number from 0 (no cap) to 1000000, got %q", get(v.name, v.def))
+		}
+		*v.to = n
+	}
 	tick := get("ADMISSION_TICK", "1s")
 	if c.AdmissionTick, err = time.ParseDuration(tick); err != nil || c.AdmissionTick < 100*time.Millisecond || c.AdmissionTick > time.Minute {
 		bad("ADMISSION_TICK", "want a duration from 100ms to 1m such as 1s, got %q", tick)
@@ -152,6 +167,7 @@ func (c Config) LogAttrs() []any {
 		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
+		"streams_per_session", c.StreamsPerSession, "streams_per_address", c.StreamsPerAddress,
 		"payment_window", c.PaymentWindow.String(), "reconcile_interval", c.ReconcileInterval.String(),
 		"pprof_addr", c.PprofAddr, "default_lang", c.DefaultLang,
 	}

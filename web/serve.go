@@ -140,8 +140,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Stopping:    stopping,
 		Venues:      &store.Venues{DB: db},
 
-		AdmissionTick: cfg.AdmissionTick,
-		DefaultLang:   cfg.DefaultLang,
+		AdmissionTick:     cfg.AdmissionTick,
+		StreamsPerSession: cfg.StreamsPerSession,
+		StreamsPerAddress: cfg.StreamsPerAddress,
+		DefaultLang:       cfg.DefaultLang,
 
 		Orders:            checkout.orders,
 		SandboxPG:         checkout.sandboxHandler(),
