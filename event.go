@@ -46,26 +46,29 @@ const (
 // shown in TimeZone, an IANA zone name. Prices are in the minor unit of
 // Currency (an ISO 4217 code; KRW has none).
 type Event struct {
-	ID            int64
-	VenueID       int64
-	VenueName     string
-	Title         Text // per language; at least one
-	Description   Text // per language; may be empty
-	TimeZone      string
-	StartsAt      time.Time
-	QueueOpensAt  time.Time
-	SaleEndsAt    time.Time
-	Currency      string
-	MaxPerAccount int           // tickets one account may hold plus own, all grades together
-	HoldTTL       time.Duration // how long a seat hold lasts, whole seconds
-	TokenTTL      time.Duration // how long an entry token lasts, whole seconds
-	AdmissionRate int           // fans admitted per second
-	MaxShoppers   int           // shoppers at once (live entry tokens); 0 means no cap
-	Paused        bool          // admission paused by an admin
-	Status        string
-	Grades        []Grade
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
+	ID           int64
+	VenueID      int64
+	VenueName    string
+	Title        Text // per language; at least one
+	Description  Text // per language; may be empty
+	TimeZone     string
+	StartsAt     time.Time
+	QueueOpensAt time.Time
+	SaleEndsAt   time.Time
+	// PrequeueOpensAt is when the pre-queue opens (before QueueOpensAt,
+	// which is the draw's time); zero for none.
+	PrequeueOpensAt time.Time
+	Currency        string
+	MaxPerAccount   int           // tickets one account may hold plus own, all grades together
+	HoldTTL         time.Duration // how long a seat hold lasts, whole seconds
+	TokenTTL        time.Duration // how long an entry token lasts, whole seconds
+	AdmissionRate   int           // fans admitted per second
+	MaxShoppers     int           // shoppers at once (live entry tokens); 0 means no cap
+	Paused          bool          // admission paused by an admin
+	Status          string
+	Grades          []Grade
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // Grade is a price class of an event's seats, such as "R" or "VIP". Price is
@@ -88,10 +91,28 @@ func (e *Event) Location() *time.Location {
 	return time.UTC
 }
 
-// QueueOpen reports whether fans may join the queue at now: the event is on
-// sale, the queue has opened and the sale has not ended.
+// QueueOpen reports whether fans may join at now: the event is on sale,
+// the queue (or its pre-queue) has opened and the sale has not ended.
 func (e *Event) QueueOpen(now time.Time) bool {
-	return e.Status == EventOnSale && !now.Before(e.QueueOpensAt) && now.Before(e.SaleEndsAt)
+	return e.Status == EventOnSale && !now.Before(e.JoinOpensAt()) && now.Before(e.SaleEndsAt)
+}
+
+// JoinOpensAt returns when fans may first join: the pre-queue's opening if
+// the event has one, else the queue's.
+func (e *Event) JoinOpensAt() time.Time {
+	if e.HasPrequeue() {
+		return e.PrequeueOpensAt
+	}
+	return e.QueueOpensAt
+}
+
+// HasPrequeue reports whether the event has a pre-queue (and so a draw).
+func (e *Event) HasPrequeue() bool { return !e.PrequeueOpensAt.IsZero() }
+
+// InPrequeue reports whether at now fans who join enter the pre-queue (by
+// this clock; the join script decides by Redis's).
+func (e *Event) InPrequeue(now time.Time) bool {
+	return e.HasPrequeue() && !now.Before(e.PrequeueOpensAt) && now.Before(e.QueueOpensAt)
 }
 
 // Grade returns the event's grade with the given code, or nil.
@@ -109,7 +130,7 @@ func (e *Event) Grade(code string) *Grade {
 func (e *Event) Input() EventInput {
 	in := EventInput{
 		VenueID: e.VenueID, Title: maps.Clone(e.Title), Description: maps.Clone(e.Description), TimeZone: e.TimeZone,
-		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt,
+		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt, PrequeueOpensAt: e.PrequeueOpensAt,
 		Currency: e.Currency, MaxPerAccount: e.MaxPerAccount, HoldTTL: e.HoldTTL, TokenTTL: e.TokenTTL,
 		AdmissionRate: e.AdmissionRate, MaxShoppers: e.MaxShoppers,
 	}
@@ -124,20 +145,22 @@ func (e *Event) Input() EventInput {
 // ReparseLocalTime in TimeZone); Grades' SeatsTotal and SeatsLeft are
 // ignored. Every field must be set: NewEventInput fills in the defaults.
 type EventInput struct {
-	VenueID       int64
-	Title         Text   // per language; at least one
-	Description   Text   // per language; may be empty
-	TimeZone      string // IANA name, such as "Asia/Seoul"
-	StartsAt      time.Time
-	QueueOpensAt  time.Time
-	SaleEndsAt    time.Time
-	Currency      string        // ISO 4217 code, such as "KRW"
-	MaxPerAccount int           // 1 to MaxPerAccountLimit
-	HoldTTL       time.Duration // whole seconds, 1 s to MaxHoldTTL
-	TokenTTL      time.Duration // whole seconds, 1 s to MaxTokenTTL
-	AdmissionRate int           // fans per second, 1 to MaxAdmissionRate
-	MaxShoppers   int           // shoppers at once (live entry tokens); 0 means no cap
-	Grades        []Grade       // Code, Name, Price (minor units), Color
+	VenueID      int64
+	Title        Text   // per language; at least one
+	Description  Text   // per language; may be empty
+	TimeZone     string // IANA name, such as "Asia/Seoul"
+	StartsAt     time.Time
+	QueueOpensAt time.Time
+	SaleEndsAt   time.Time
+	// PrequeueOpensAt is zero for no pre-queue, else before QueueOpensAt.
+	PrequeueOpensAt time.Time
+	Currency        string        // ISO 4217 code, such as "KRW"
+	MaxPerAccount   int           // 1 to MaxPerAccountLimit
+	HoldTTL         time.Duration // whole seconds, 1 s to MaxHoldTTL
+	TokenTTL        time.Duration // whole seconds, 1 s to MaxTokenTTL
+	AdmissionRate   int           // fans per second, 1 to MaxAdmissionRate
+	MaxShoppers     int           // shoppers at once (live entry tokens); 0 means no cap
+	Grades          []Grade       // Code, Name, Price (minor units), Color
 }
 
 // NewEventInput returns an input with the defaults of a new event (time
@@ -223,6 +246,9 @@ func (in *EventInput) Validate() error {
 		if !in.StartsAt.IsZero() && in.StartsAt.Before(in.QueueOpensAt) {
 			f["starts_at"] = M("val_starts_before_queue")
 		}
+		if !in.PrequeueOpensAt.IsZero() && !in.PrequeueOpensAt.Before(in.QueueOpensAt) {
+			f["prequeue_opens_at"] = M("val_prequeue_after_queue")
+		}
 	}
 	if _, err := currency.ParseISO(in.Currency); err != nil || len(in.Currency) != 3 {
 		f["currency"] = M("val_currency")
@@ -289,7 +315,8 @@ type EventService interface {
 	// UpdateEvent validates in and replaces the event's settings and grades.
 	// Errors: ENOTFOUND; EINVALID as CreateEvent; ECONFLICT when the venue
 	// would change once the event has orders, or when a grade with sold seats
-	// would change its price.
+	// would change its price; EINVALID "prequeue_opens_at" when the
+	// pre-queue has opened and its time would change.
 	UpdateEvent(ctx context.Context, id int64, in EventInput) (*Event, error)
 	// PublishEvent puts a draft event on sale. Errors: ENOTFOUND; ECONFLICT
 	// if it is not a draft or its sale has already ended.

@@ -155,3 +155,26 @@ func TestEvent_Input(t *testing.T) {
 		t.Fatalf("Input() = %+v\nwant %+v", got, in)
 	}
 }
+
+func TestEventInput_Validate_Prequeue(t *testing.T) {
+	in := boxoffice.NewEventInput()
+	opens := time.Date(2030, 3, 1, 11, 0, 0, 0, time.UTC)
+	in.VenueID, in.Title = 1, boxoffice.Text{"en": "Gala"}
+	in.StartsAt, in.QueueOpensAt, in.SaleEndsAt = opens.Add(48*time.Hour), opens, opens.Add(24*time.Hour)
+	in.Grades = []boxoffice.Grade{{Code: "R", Name: boxoffice.Text{"en": "R"}, Price: 1000}}
+	for _, tt := range []struct {
+		prequeue time.Time
+		bad      bool
+	}{{time.Time{}, false}, {opens.Add(-time.Hour), false}, {opens, true}, {opens.Add(time.Minute), true}} {
+		in.PrequeueOpensAt = tt.prequeue
+		var e *boxoffice.Error
+		err := in.Validate()
+		got := false
+		if errorsAs(err, &e) {
+			_, got = e.Fields["prequeue_opens_at"]
+		}
+		if got != tt.bad {
+			t.Errorf("pre-queue at %v: Validate() = %v, want a prequeue_opens_at reason %v", tt.prequeue, err, tt.bad)
+		}
+	}
+}

@@ -13,6 +13,7 @@ const (
 	QueueAdmitted = "admitted" // holds a live entry token
 	QueueSoldOut  = "sold_out" // in line (or trying to join) but the event sold out
 	QueueReset    = "reset"    // had a place, but the waiting room lost its state (Redis restart)
+	QueuePrequeue = "prequeue" // in the pre-queue, before the draw; Ticket and Entrants say more
 	// The next two appear only in the batched QueueService.Positions;
 	// Position returns ENOTINQUEUE for them.
 	QueueExpired    = "expired"      // was admitted, and the entry token has expired
@@ -55,6 +56,10 @@ type QueuePosition struct {
 	// and passes it to Position: after Redis lost the queue the epochs
 	// differ and the fan is told QueueReset.
 	Epoch string
+	// Ticket is the fan's draw ticket (32 lower-case hex characters) and
+	// Entrants the pre-queue's size, for QueuePrequeue.
+	Ticket   string
+	Entrants int
 }
 
 // QueuePlace is what a browser keeps of its place in an event's line, from
@@ -160,6 +165,13 @@ type JoinRequest struct {
 	// Limit is the event's MaxPerAccount: an account that already bought
 	// that many tickets gets no place (ELIMITREACHED). 0 skips the check.
 	Limit int
+	// DrawAt is the draw's time (the event's QueueOpensAt) for an event
+	// with a pre-queue, zero for none. Before it (by Redis's clock) the fan
+	// enters the pre-queue with Ticket (kept if the account has one);
+	// Rank is DrawRank(seed, Ticket). The first join at or after it, or
+	// the admitter's first tick, draws.
+	DrawAt       time.Time
+	Ticket, Rank string
 }
 
 // AdmissionSettings are an event's admission figures, read by the admitter
@@ -172,6 +184,7 @@ type AdmissionSettings struct {
 	Paused      bool          // admission paused by an admin
 	TokenTTL    time.Duration // lifetime of an entry token, at least 1 ms
 	SoldOut     bool          // no seat left: admission stops and waiting fans are told
+	DrawAt      time.Time     // the pre-queue's draw, zero without a pre-queue: done before admitting
 }
 
 // AdmissionSource lists the events whose queue is open at now (the start of

@@ -46,8 +46,9 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 		var id int64
 		err := tx.QueryRow(ctx, `
 			INSERT INTO event (venue_id, title, description, time_zone, starts_at, queue_opens_at, sale_ends_at,
-			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_shoppers)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0))
+			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_shoppers,
+			                   prequeue_opens_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0), $14)
 			RETURNING id`, eventArgs(in)...).Scan(&id)
 		if pgErrCode(err) == "23503" { // the venue was deleted a moment ago
 			return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
@@ -72,7 +73,15 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 func eventArgs(in boxoffice.EventInput) []any {
 	return []any{in.VenueID, in.Title, in.Description, in.TimeZone, in.StartsAt, in.QueueOpensAt, in.SaleEndsAt,
 		in.Currency, in.MaxPerAccount, int(in.HoldTTL / time.Second), int(in.TokenTTL / time.Second),
-		in.AdmissionRate, in.MaxShoppers}
+		in.AdmissionRate, in.MaxShoppers, nullTime(in.PrequeueOpensAt)}
+}
+
+// nullTime is t for a nullable column: NULL when zero.
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 // venueGradesQuery finds the grades of a venue's seats that none of the
@@ -141,7 +150,9 @@ func copyVenueSeats(ctx context.Context, tx pgx.Tx, eventID, venueID int64) erro
 // UpdateEvent normalizes and validates in and, in one transaction, replaces
 // the event's settings and grades (grades missing from in are deleted; a new
 // venue replaces the event's seats with a copy of its own). The status does
-// not change: see PublishEvent and CloseEvent.
+// not change: see PublishEvent and CloseEvent. Once the pre-queue has
+// opened its time is fixed (EINVALID "prequeue_opens_at"): fans hold draw
+// tickets under it.
 //
 // Once tickets are sold the seats and the prices of sold grades are fixed:
 // the venue cannot change once the event has any order (order items and sold
@@ -163,9 +174,13 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 	var ev *boxoffice.Event
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var venueID int64
-		err := tx.QueryRow(ctx, `SELECT venue_id FROM event WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&venueID)
+		var prequeue *time.Time
+		err := tx.QueryRow(ctx, `SELECT venue_id, prequeue_opens_at FROM event WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&venueID, &prequeue)
 		if err != nil {
 			return fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
+		}
+		if prequeue != nil && !prequeue.After(s.DB.Now()) && !prequeue.Equal(in.PrequeueOpensAt) {
+			return boxoffice.Invalid(map[string]boxoffice.Msg{"prequeue_opens_at": boxoffice.M("val_prequeue_opened")})
 		}
 		newVenue := in.VenueID != venueID
 		if newVenue { // no orders, hence no sold seats
@@ -188,7 +203,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 			UPDATE event SET venue_id = $2, title = $3, description = $4, time_zone = $5, starts_at = $6,
 			       queue_opens_at = $7, sale_ends_at = $8, currency = $9, max_per_account = $10,
 			       hold_ttl_seconds = $11, token_ttl_seconds = $12, admission_rate = $13,
-			       max_shoppers = NULLIF($14, 0), updated_at = now()
+			       max_shoppers = NULLIF($14, 0), prequeue_opens_at = $15, updated_at = now()
 			WHERE id = $1`, args...)
 		if err != nil {
 			return fmt.Errorf("update event: %w", err)
@@ -385,17 +400,22 @@ func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate 
 const eventQuery = `
 SELECT e.id, e.venue_id, v.name, e.title, e.description, e.time_zone, e.starts_at, e.queue_opens_at,
        e.sale_ends_at, e.currency, e.max_per_account, e.hold_ttl_seconds, e.token_ttl_seconds,
-       e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.status, e.created_at, e.updated_at
+       e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.status, e.created_at, e.updated_at,
+       e.prequeue_opens_at
 FROM event e JOIN venue v ON v.id = e.venue_id`
 
 func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 	var e boxoffice.Event
 	var holdTTL, tokenTTL int
+	var prequeue *time.Time
 	err := row.Scan(&e.ID, &e.VenueID, &e.VenueName, &e.Title, &e.Description, &e.TimeZone, &e.StartsAt,
 		&e.QueueOpensAt, &e.SaleEndsAt, &e.Currency, &e.MaxPerAccount, &holdTTL, &tokenTTL,
-		&e.AdmissionRate, &e.MaxShoppers, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt)
+		&e.AdmissionRate, &e.MaxShoppers, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt, &prequeue)
 	if err != nil {
 		return nil, err
+	}
+	if prequeue != nil {
+		e.PrequeueOpensAt = prequeue.UTC()
 	}
 	e.HoldTTL = time.Duration(holdTTL) * time.Second
 	e.TokenTTL = time.Duration(tokenTTL) * time.Second

@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
-	_ "embed"
+	"embed"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -20,16 +20,20 @@ import (
 var _ boxoffice.QueueService = (*Queue)(nil)
 
 var (
-	//go:embed lua/queue_join.lua
-	queueJoinLua string
 	//go:embed lua/queue_admit.lua
 	queueAdmitLua string
 	//go:embed lua/queue_stats.lua
 	queueStatsLua string
+	//go:embed lua/queue_draw_state.lua
+	queueDrawStateLua string
+	//go:embed lua/queue_join.lua lua/queue_draw.lua lua/queue_draw_run.lua
+	queueLua embed.FS
 
-	queueJoinScript  = redis.NewScript(queueJoinLua)
-	queueAdmitScript = redis.NewScript(queueAdmitLua)
-	queueStatsScript = redis.NewScript(queueStatsLua)
+	queueJoinScript      = loadScript(queueLua, "lua/queue_draw.lua", "lua/queue_join.lua")
+	queueDrawScript      = loadScript(queueLua, "lua/queue_draw.lua", "lua/queue_draw_run.lua")
+	queueAdmitScript     = redis.NewScript(queueAdmitLua)
+	queueStatsScript     = redis.NewScript(queueStatsLua)
+	queueDrawStateScript = redis.NewScript(queueDrawStateLua)
 )
 
 // Queue is the waiting room of every event, in Redis (DESIGN.md rules 5, 6
@@ -44,6 +48,12 @@ var (
 //	entry:{e}:{acct}  "<token>|<session key>", expiring with the token (PXAT)
 //	entry:live:{e}    sorted set account -> token expiry (Unix ms); expired
 //	                  members stay, so that "expired" can be told from "never"
+//	prequeue:{e}      sorted set, all of score 0, of "<rank>:<ticket>:<acct>"
+//	                  (rank: boxoffice.DrawRank), so in drawn order; kept
+//	                  after the draw, which it publishes
+//	prequeue:acct:{e} hash account -> "<ticket>|<session key>"
+//
+// queue:stats:{e} also says "drawn" once the pre-queue was placed in line.
 //
 // A fan's position is their sequence minus the head, so positions cost two
 // O(1) reads however long the line is. Times are Redis's clock. It is safe
@@ -115,6 +125,10 @@ func (q *Queue) seqKey(e int64) string   { return q.Redis.Key("queue:seq:{%d}", 
 func (q *Queue) sessKey(e int64) string  { return q.Redis.Key("queue:sess:{%d}", e) }
 func (q *Queue) statsKey(e int64) string { return q.Redis.Key("queue:stats:{%d}", e) }
 func (q *Queue) liveKey(e int64) string  { return q.Redis.entryLiveKey(e) }
+func (q *Queue) preKey(e int64) string   { return q.Redis.Key("prequeue:{%d}", e) }
+func (q *Queue) preAcctKey(e int64) string {
+	return q.Redis.Key("prequeue:acct:{%d}", e)
+}
 
 // Join gives the account a place in the event's line in one Redis round trip
 // (one Lua script): INCR and ZADD NX for a new place, or the place it has;
@@ -141,13 +155,21 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
+	var drawAt int64
+	if !r.DrawAt.IsZero() {
+		if !boxoffice.ValidDrawTicket(r.Ticket) || len(r.Rank) != 64 {
+			return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: a pre-queue needs a draw ticket and its rank", eventID)
+		}
+		drawAt = r.DrawAt.UnixMilli()
+	}
 	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID),
-		q.Redis.boughtKey(eventID)}
-	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0)).Slice()
+		q.Redis.boughtKey(eventID), q.preKey(eventID), q.preAcctKey(eventID)}
+	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
+		drawAt, r.Ticket, r.Rank).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
-	if len(res) != 4 {
+	if len(res) < 4 {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: unexpected reply %v", eventID, res)
 	}
 	state, _ := res[0].(string)
@@ -159,6 +181,12 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
 	}
 	switch state {
+	case "prequeue":
+		if len(res) != 6 {
+			return boxoffice.QueuePosition{}, fmt.Errorf("join pre-queue of event %d: unexpected reply %v", eventID, res)
+		}
+		ticket, _ := res[4].(string)
+		return boxoffice.QueuePosition{Status: boxoffice.QueuePrequeue, Epoch: st.epoch, Ticket: ticket, Entrants: int(toInt64(res[5]))}, nil
 	case "limit_reached":
 		return boxoffice.QueuePosition{}, &boxoffice.Error{Code: boxoffice.ELIMITREACHED,
 			Msg: boxoffice.M("err_limit_reached", "Limit", r.Limit), Details: map[string]any{"limit": r.Limit}}
@@ -360,6 +388,57 @@ func (q *Queue) QueueStats(ctx context.Context, eventID int64) (boxoffice.QueueS
 	}, nil
 }
 
+// Draw places the event's pre-queue in line if drawAt has come by Redis's
+// clock and it was not drawn yet, in one Lua script (queue_draw.lua), so
+// that it happens once whatever the number of instances and callers, and
+// before any join that comes after it gets a place. It reports whether the
+// event is drawn (false: too early).
+func (q *Queue) Draw(ctx context.Context, eventID int64, drawAt time.Time) (bool, error) {
+	epoch, err := randomToken()
+	if err != nil {
+		return false, err
+	}
+	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.preKey(eventID), q.preAcctKey(eventID)}
+	n, err := queueDrawScript.Run(ctx, q.Redis.Client, keys, drawAt.UnixMilli(), epoch).Int()
+	if err != nil {
+		return false, fmt.Errorf("draw the pre-queue of event %d: %w", eventID, err)
+	}
+	return n == 1, nil
+}
+
+// DrawState returns whether the event's pre-queue was drawn, its number of
+// entrants and, once drawn, every draw ticket in drawn order, at one
+// instant (one read-only script).
+func (q *Queue) DrawState(ctx context.Context, eventID int64) (drawn bool, entrants int, tickets []string, err error) {
+	res, err := queueDrawStateScript.RunRO(ctx, q.Redis.Client, []string{q.statsKey(eventID), q.preKey(eventID)}).Slice()
+	if err != nil || len(res) < 2 {
+		return false, 0, nil, fmt.Errorf("read the draw of event %d: %v %w", eventID, res, err)
+	}
+	for _, v := range res[2:] {
+		t, _ := v.(string)
+		tickets = append(tickets, t)
+	}
+	return res[0] == "1", int(toInt64(res[1])), tickets, nil
+}
+
+// PrequeueTicket returns the account's draw ticket for the event and the
+// pre-queue's number of entrants; "" if the account has none. One round
+// trip.
+func (q *Queue) PrequeueTicket(ctx context.Context, eventID, accountID int64) (string, int, error) {
+	var get *redis.StringCmd
+	var card *redis.IntCmd
+	_, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		get = p.HGet(ctx, q.preAcctKey(eventID), strconv.FormatInt(accountID, 10))
+		card = p.ZCard(ctx, q.preKey(eventID))
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return "", 0, fmt.Errorf("read the draw ticket of account %d for event %d: %w", accountID, eventID, err)
+	}
+	ticket, _, _ := strings.Cut(get.Val(), "|")
+	return ticket, int(card.Val()), nil
+}
+
 // AdmitResult is what one tick's admission did for an event.
 type AdmitResult struct {
 	// Done is false when this tick (or a later one) was already admitted
@@ -381,6 +460,11 @@ type AdmitResult struct {
 func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick int64, every time.Duration) (AdmitResult, error) {
 	if every < time.Millisecond || s.TokenTTL < time.Millisecond {
 		return AdmitResult{}, fmt.Errorf("admit event %d: tick %v and token TTL %v must be at least 1ms", s.EventID, every, s.TokenTTL)
+	}
+	if !s.DrawAt.IsZero() {
+		if _, err := q.Draw(ctx, s.EventID, s.DrawAt); err != nil {
+			return AdmitResult{}, err
+		}
 	}
 	batch := boxoffice.AdmissionBatch(s.Rate, every, tick)
 	if s.Paused || s.SoldOut {

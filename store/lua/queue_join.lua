@@ -14,19 +14,44 @@
 -- KEYS[4] queue:stats:{e}  hash of shared figures
 -- KEYS[5] entry:{e}:{acct} the account's entry token, "<token>|<session key>"
 -- KEYS[6] bought:{e}       hash account -> tickets bought
+-- KEYS[7] prequeue:{e}     sorted set, all scores 0, of "<rank>:<ticket>:<account>"
+-- KEYS[8] prequeue:acct:{e} hash account -> "<ticket>|<session key>"
 -- ARGV[1] account id, ARGV[2] session key, ARGV[3] epoch for a new queue,
 -- ARGV[4] a fresh entry token, used only to move a live turn,
--- ARGV[5] the per-account limit, 0 for no check
+-- ARGV[5] the per-account limit, 0 for no check,
+-- ARGV[6] the draw's time (Unix ms), 0 for no pre-queue, ARGV[7] a fresh
+-- draw ticket, ARGV[8] its rank (draw, queue_draw.lua)
+--
+-- With a pre-queue not yet drawn: before the draw's time the account enters
+-- the pre-queue (keeping its ticket if it has one, its session updated);
+-- at or after it, the join draws first (draw, from queue_draw.lua).
 --
 -- Returns {state, sequence, now (Unix ms, Redis clock), stats as HGETALL},
 -- state one of "limit_reached", "admitted", "rejoined", "joined",
--- "sold_out".
+-- "sold_out"; or {"prequeue", 0, now, stats, ticket, entrants}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local limit = tonumber(ARGV[5])
 if limit > 0 and tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0') >= limit then
   return {'limit_reached', 0, now, {}}
+end
+
+local draw_at = tonumber(ARGV[6])
+if draw_at > 0 and redis.call('HGET', KEYS[4], 'drawn') ~= '1' then
+  if now < draw_at then
+    local ticket = ARGV[7]
+    local v = redis.call('HGET', KEYS[8], ARGV[1])
+    if v then
+      ticket = string.sub(v, 1, 32)
+    else
+      redis.call('ZADD', KEYS[7], 0, ARGV[8] .. ':' .. ticket .. ':' .. ARGV[1])
+    end
+    redis.call('HSET', KEYS[8], ARGV[1], ticket .. '|' .. ARGV[2])
+    redis.call('HSETNX', KEYS[4], 'epoch', ARGV[3])
+    return {'prequeue', 0, now, redis.call('HGETALL', KEYS[4]), ticket, redis.call('ZCARD', KEYS[7])}
+  end
+  draw(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[3])
 end
 
 local entry = redis.call('GET', KEYS[5])
