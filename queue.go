@@ -155,6 +155,24 @@ type QueueService interface {
 	CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey string) error
 	// QueueStats returns the event's waiting-room figures.
 	QueueStats(ctx context.Context, eventID int64) (QueueStats, error)
+	// Draw places the event's pre-queue in line if drawAt has come (by
+	// the service's clock) and it was not drawn yet, once however many
+	// call; it reports whether the event is drawn.
+	Draw(ctx context.Context, eventID int64, drawAt time.Time) (bool, error)
+	// DrawState returns whether the pre-queue was drawn, its number of
+	// entrants and, once drawn, every ticket in drawn order.
+	DrawState(ctx context.Context, eventID int64) (drawn bool, entrants int, tickets []string, err error)
+	// PrequeueTicket returns the account's draw ticket ("" for none) and
+	// the pre-queue's number of entrants.
+	PrequeueTicket(ctx context.Context, eventID, accountID int64) (string, int, error)
+}
+
+// DrawSeeds keeps each event's secret draw seed (DrawSeedBytes bytes),
+// drawn once.
+type DrawSeeds interface {
+	// Seed returns the event's seed, drawing it if it has none. Errors:
+	// ENOTFOUND.
+	Seed(ctx context.Context, eventID int64) ([]byte, error)
 }
 
 // JoinRequest is a fan asking for a place in an event's line.

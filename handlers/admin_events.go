@@ -243,19 +243,28 @@ func eventForm(e *boxoffice.Event) views.EventForm {
 	return f
 }
 
+// optionalLocalTime is boxoffice.FormatLocalTime, or "" for the zero time.
+func optionalLocalTime(t time.Time, zone string) string {
+	if t.IsZero() {
+		return ""
+	}
+	return boxoffice.FormatLocalTime(t, zone)
+}
+
 // eventFormFromInput writes an input as the form shows it: times as
 // datetime-local values in the event's zone, TTLs in seconds, no cap as "".
 func eventFormFromInput(in boxoffice.EventInput) views.EventForm {
 	f := views.EventForm{
 		Title: in.Title, Description: in.Description, TimeZone: in.TimeZone,
-		StartsAt:      boxoffice.FormatLocalTime(in.StartsAt, in.TimeZone),
-		QueueOpensAt:  boxoffice.FormatLocalTime(in.QueueOpensAt, in.TimeZone),
-		SaleEndsAt:    boxoffice.FormatLocalTime(in.SaleEndsAt, in.TimeZone),
-		Currency:      in.Currency,
-		MaxPerAccount: strconv.Itoa(in.MaxPerAccount),
-		HoldTTL:       strconv.Itoa(int(in.HoldTTL / time.Second)),
-		TokenTTL:      strconv.Itoa(int(in.TokenTTL / time.Second)),
-		AdmissionRate: strconv.Itoa(in.AdmissionRate),
+		StartsAt:        boxoffice.FormatLocalTime(in.StartsAt, in.TimeZone),
+		QueueOpensAt:    boxoffice.FormatLocalTime(in.QueueOpensAt, in.TimeZone),
+		PrequeueOpensAt: optionalLocalTime(in.PrequeueOpensAt, in.TimeZone),
+		SaleEndsAt:      boxoffice.FormatLocalTime(in.SaleEndsAt, in.TimeZone),
+		Currency:        in.Currency,
+		MaxPerAccount:   strconv.Itoa(in.MaxPerAccount),
+		HoldTTL:         strconv.Itoa(int(in.HoldTTL / time.Second)),
+		TokenTTL:        strconv.Itoa(int(in.TokenTTL / time.Second)),
+		AdmissionRate:   strconv.Itoa(in.AdmissionRate),
 	}
 	if in.VenueID > 0 {
 		f.VenueID = strconv.FormatInt(in.VenueID, 10)
@@ -288,7 +297,8 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 	for key, dst := range map[string]*string{
 		"venue_id": &f.VenueID, "time_zone": &f.TimeZone,
 		"starts_at": &f.StartsAt, "queue_opens_at": &f.QueueOpensAt, "sale_ends_at": &f.SaleEndsAt,
-		"currency": &f.Currency, "max_per_account": &f.MaxPerAccount, "hold_ttl": &f.HoldTTL,
+		"prequeue_opens_at": &f.PrequeueOpensAt,
+		"currency":          &f.Currency, "max_per_account": &f.MaxPerAccount, "hold_ttl": &f.HoldTTL,
 		"token_ttl": &f.TokenTTL, "admission_rate": &f.AdmissionRate, "max_shoppers": &f.MaxShoppers,
 	} {
 		if form.Has(key) {
@@ -342,6 +352,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]boxo
 	}{
 		{"starts_at", f.StartsAt, saved.StartsAt, &in.StartsAt},
 		{"queue_opens_at", f.QueueOpensAt, saved.QueueOpensAt, &in.QueueOpensAt},
+		{"prequeue_opens_at", f.PrequeueOpensAt, saved.PrequeueOpensAt, &in.PrequeueOpensAt},
 		{"sale_ends_at", f.SaleEndsAt, saved.SaleEndsAt, &in.SaleEndsAt},
 	} {
 		switch {

@@ -92,6 +92,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Events:        events,
 		LiveEvents:    &store.EventCache{Events: events, TTL: time.Millisecond},
 		Queue:         &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Draws:         &store.Draws{DB: db},
 		Holds:         holds,
 		Ready:         map[string]handlers.Pinger{"postgres": db, "redis": rdb},
 		Metrics:       registry,

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"math"
 	"net/http"
@@ -122,13 +124,17 @@ func queueNotOpen(e *boxoffice.Event, now time.Time) error {
 // positionJSON is a position as the contract's join and status answers
 // have it: {"status", "position", "ahead", "eta_seconds", "paused"}.
 func positionJSON(p boxoffice.QueuePosition) map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"status":      p.Status,
 		"position":    p.Position,
 		"ahead":       p.Ahead,
 		"eta_seconds": int64(math.Ceil(p.ETA.Seconds())),
 		"paused":      p.Paused,
 	}
+	if p.Status == boxoffice.QueuePrequeue {
+		m["ticket"], m["entrants"] = p.Ticket, p.Entrants
+	}
+	return m
 }
 
 // handleQueueJoin handles POST /events/:id/queue: the account takes a place
@@ -154,8 +160,14 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 		return render(c, http.StatusConflict, views.QueueNotOpenPage(e, now))
 	}
 	account := boxoffice.AccountFromContext(ctx)
-	p, err := s.Queue.Join(ctx, boxoffice.JoinRequest{EventID: id, AccountID: account.ID, SessionKey: boxoffice.SessionKeyFromContext(ctx),
-		Limit: e.MaxPerAccount})
+	req := boxoffice.JoinRequest{EventID: id, AccountID: account.ID, SessionKey: boxoffice.SessionKeyFromContext(ctx),
+		Limit: e.MaxPerAccount}
+	if e.HasPrequeue() {
+		if req, err = s.prequeueJoin(ctx, e, req); err != nil {
+			return err
+		}
+	}
+	p, err := s.Queue.Join(ctx, req)
 	if err != nil {
 		return err
 	}
@@ -166,22 +178,70 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d/queue", id))
 }
 
-// position returns where the account stands in the event's line. Errors:
+// prequeueJoin adds to req what a join of an event with a pre-queue needs:
+// the draw's time, a fresh draw ticket (16 random bytes in hex, kept only
+// if the account has none) and its rank under the event's seed.
+func (s *Server) prequeueJoin(ctx context.Context, e *boxoffice.Event, req boxoffice.JoinRequest) (boxoffice.JoinRequest, error) {
+	seed, err := s.Draws.Seed(ctx, e.ID)
+	if err != nil {
+		return req, err
+	}
+	b := make([]byte, boxoffice.DrawTicketBytes)
+	rand.Read(b)
+	req.DrawAt, req.Ticket = e.QueueOpensAt, hex.EncodeToString(b)
+	req.Rank = boxoffice.DrawRank(seed, req.Ticket)
+	return req, nil
+}
+
+// position returns where the account stands in the event's line, or its
+// draw ticket in the pre-queue. A pre-queue entrant asking after the
+// draw's time before anyone drew has the draw done first. Errors:
 // EQUEUENOTOPEN when the queue does not take fans now, ENOTINQUEUE.
 func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace) (boxoffice.QueuePosition, error) {
-	if now := s.Now(); !e.QueueOpen(now) {
+	now := s.Now()
+	if !e.QueueOpen(now) {
 		return boxoffice.QueuePosition{}, queueNotOpen(e, now)
 	}
-	return s.Queue.Position(ctx, e.ID, boxoffice.AccountFromContext(ctx).ID, pl.QueuePlace)
+	acct := boxoffice.AccountFromContext(ctx).ID
+	if e.InPrequeue(now) {
+		ticket, n, err := s.Queue.PrequeueTicket(ctx, e.ID, acct)
+		if err != nil {
+			return boxoffice.QueuePosition{}, err
+		}
+		if ticket == "" {
+			return boxoffice.QueuePosition{}, notInQueue()
+		}
+		return boxoffice.QueuePosition{Status: boxoffice.QueuePrequeue, Ticket: ticket, Entrants: n, Epoch: pl.Epoch}, nil
+	}
+	p, err := s.Queue.Position(ctx, e.ID, acct, pl.QueuePlace)
+	if boxoffice.ErrorCode(err) == boxoffice.ENOTINQUEUE && e.HasPrequeue() {
+		if drawn, derr := s.Queue.Draw(ctx, e.ID, e.QueueOpensAt); derr == nil && drawn {
+			p, err = s.Queue.Position(ctx, e.ID, acct, pl.QueuePlace)
+		}
+	}
+	return p, err
+}
+
+// notInQueue is the ENOTINQUEUE of an account that never joined.
+func notInQueue() error {
+	return &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Details: map[string]any{"reason": boxoffice.ReasonNone}}
 }
 
 // queueView turns a position, or the error that stood for one, into what
 // the waiting room shows; other errors are returned.
-func (s *Server) queueView(e *boxoffice.Event, p boxoffice.QueuePosition, err error, pl queuePlace) (views.QueueView, error) {
+func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.QueuePosition, err error, pl queuePlace) (views.QueueView, error) {
 	v := views.QueueView{EventID: e.ID, Title: e.Title, TimeZone: e.TimeZone, OpensAt: e.QueueOpensAt}
 	switch boxoffice.ErrorCode(err) {
 	case "":
 		v.Status, v.Position, v.Ahead, v.ETA, v.Paused = p.Status, p.Position, p.Ahead, p.ETA, p.Paused
+		if p.Status == boxoffice.QueuePrequeue {
+			seed, err := s.Draws.Seed(ctx, e.ID)
+			if err != nil {
+				return v, err
+			}
+			v.Ticket, v.Entrants, v.Commitment, v.DrawAt = p.Ticket, p.Entrants, boxoffice.DrawCommitment(seed), e.QueueOpensAt
+			v.ReloadIn = int(min(max(e.QueueOpensAt.Sub(s.Now()), 0), time.Minute)/time.Second) + 1
+		}
 		v.Progress = pl.progress(p)
 		if v.Status == boxoffice.QueueNotInQueue && soldOut(e) {
 			v.Status = boxoffice.QueueSoldOut
@@ -241,7 +301,7 @@ func (s *Server) handleWaitingRoom(c echo.Context) error {
 	if e == nil {
 		return err
 	}
-	v, err := s.queueView(e, p, err, pl)
+	v, err := s.queueView(c.Request().Context(), e, p, err, pl)
 	if err != nil {
 		return err
 	}
@@ -266,7 +326,7 @@ func (s *Server) handleQueueStatus(c echo.Context) error {
 		}
 		return c.JSON(http.StatusOK, positionJSON(p))
 	}
-	v, err := s.queueView(e, p, err, pl)
+	v, err := s.queueView(c.Request().Context(), e, p, err, pl)
 	if err != nil {
 		return err
 	}

@@ -241,7 +241,7 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 	}
 	rendered := map[fragmentKey][]byte{}
 	for _, f := range fans {
-		v, err := h.s.queueView(e, positions[f.account], closed, f.place)
+		v, err := h.s.queueView(ctx, e, positions[f.account], closed, f.place)
 		if err != nil {
 			h.leave(eventID, f)
 			continue

@@ -75,6 +75,8 @@ type Server struct {
 	// when 0): once per tick each instance reads the positions of all its
 	// SSE clients of an event in one Redis round trip.
 	AdmissionTick time.Duration
+	// Draws keeps the pre-queues' draw seeds.
+	Draws boxoffice.DrawSeeds
 	// StreamsPerSession and StreamsPerAddress cap the waiting-room streams
 	// open at once on this instance per session and per client address
 	// (STREAMS_PER_SESSION, STREAMS_PER_ADDRESS; 0 is no cap): a stream
@@ -172,6 +174,7 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/queue/status", s.handleQueueStatus, requireAccount)
 	app.GET("/events/:id/queue/stream", s.handleQueueStream, requireAccount)
 	app.GET("/events/:id/entry", s.handleEntry, requireAccount)
+	app.GET("/events/:id/draw", s.handleDraw)
 	admin.GET("/events/:id/live", s.handleAdminLive)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)
 

@@ -592,3 +592,34 @@ func TestEvents_BerlinDSTOpening(t *testing.T) {
 		t.Fatalf("shown as %q, want 2026-03-29T10:00", got)
 	}
 }
+
+// The pre-queue's time is stored, may change until the pre-queue opens,
+// and is fixed after (fans hold draw tickets under it).
+func TestEvents_UpdateEvent_Prequeue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newFixture(t)
+	in := eventInput(f.venue.ID, "R", "S", "A")
+	in.QueueOpensAt = fixtureNow.Add(time.Hour)
+	in.SaleEndsAt, in.StartsAt = in.QueueOpensAt.Add(time.Hour), in.QueueOpensAt.Add(2*time.Hour)
+	in.PrequeueOpensAt = in.QueueOpensAt.Add(-10 * time.Minute)
+	ev := mustCreateEvent(t, f.es, in)
+	if !ev.PrequeueOpensAt.Equal(in.PrequeueOpensAt) {
+		t.Fatalf("pre-queue opens at %v, want %v", ev.PrequeueOpensAt, in.PrequeueOpensAt)
+	}
+	in = ev.Input()
+	in.PrequeueOpensAt = fixtureNow.Add(-time.Minute) // opened a minute ago: allowed, as it had not opened
+	if ev, err := f.es.UpdateEvent(ctx, ev.ID, in); err != nil || !ev.PrequeueOpensAt.Equal(in.PrequeueOpensAt) {
+		t.Fatalf("UpdateEvent before the pre-queue opened = %+v, %v", ev, err)
+	}
+	in.PrequeueOpensAt = in.PrequeueOpensAt.Add(-time.Minute)
+	_, err := f.es.UpdateEvent(ctx, ev.ID, in)
+	if _, bad := fieldsOf(err)["prequeue_opens_at"]; !bad {
+		t.Fatalf("UpdateEvent of an opened pre-queue's time = %v %v, want refused on prequeue_opens_at", err, fieldsOf(err))
+	}
+	in.PrequeueOpensAt = in.PrequeueOpensAt.Add(time.Minute)
+	in.Title = boxoffice.Text{"en": "Renamed"}
+	if _, err := f.es.UpdateEvent(ctx, ev.ID, in); err != nil {
+		t.Fatalf("UpdateEvent keeping the pre-queue's time: %v %v", err, fieldsOf(err))
+	}
+}

@@ -6,6 +6,7 @@
 //	boxoffice migrate                               apply the database migrations
 //	boxoffice create-admin --email E --password P   make an admin account
 //	boxoffice seed-demo [--password P]              demo accounts, venues and events (empty database only)
+//	boxoffice verify-draw URL                       check an event's published pre-queue draw
 package main
 
 import (
@@ -34,6 +35,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) > 0 {
 		cmd, args = args[0], args[1:]
 	}
+	if cmd == "verify-draw" { // anyone's check: no configuration needed
+		return verifyDraw(ctx, args, stdout)
+	}
 	cfg, err := LoadConfig(getenv)
 	if err != nil {
 		return err
@@ -60,5 +64,6 @@ const usage = `usage:
   boxoffice migrate                              apply the database migrations
   boxoffice create-admin --email E --password P  make an admin account
   boxoffice seed-demo [--password P]             demo accounts, venues and events (empty database only)
+  boxoffice verify-draw URL                      check an event's published pre-queue draw (URL: .../events/{id}/draw)
 configuration comes from the environment: see the README.
 `

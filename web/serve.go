@@ -141,6 +141,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Venues:      &store.Venues{DB: db},
 
 		AdmissionTick:     cfg.AdmissionTick,
+		Draws:             &store.Draws{DB: db},
 		StreamsPerSession: cfg.StreamsPerSession,
 		StreamsPerAddress: cfg.StreamsPerAddress,
 		DefaultLang:       cfg.DefaultLang,
