@@ -37,6 +37,8 @@ const (
 	ELIMITREACHED  = "limit_reached"  // 409: the account already bought the event's limit
 	EBADSEAT       = "bad_seat"       // 400: an unknown or malformed seat
 	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
+	ENOTTOGETHER   = "not_together"   // 409: no block of the asked number of seats is left together
+	EBADCHOICE     = "bad_choice"     // 400: a best-available grade or quantity that cannot be asked for
 )
 
 // MsgID names a sentence for people in the message catalogs of package

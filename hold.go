@@ -160,6 +160,15 @@ type HoldService interface {
 	// "owned", "held"). With ESEATTAKEN and ELIMITEXCEEDED the result's
 	// Mine is still filled.
 	Hold(ctx context.Context, req HoldRequest, labels []string) (HoldResult, error)
+	// HoldBest holds the best quantity free seats of grade side by side in
+	// one row for req.AccountID (best available), or none; the result's Held
+	// lists them in their order along the row. Errors: ENOENTRYTOKEN (see
+	// Shopper); EBADCHOICE (an unknown grade, a quantity under 1 or more
+	// than the account may still hold, Details["left"] then); ENOTTOGETHER
+	// (no such block is left, Details["left"] the free seats of the grade).
+	// With EBADCHOICE from the limit and ENOTTOGETHER the result's Mine is
+	// still filled.
+	HoldBest(ctx context.Context, req HoldRequest, grade string, quantity int) (HoldResult, error)
 	// Release ends the shopper's own hold on a seat and returns the
 	// account's own part of the seat map after it (as HoldResult.Mine).
 	// Errors: ENOENTRYTOKEN (see Shopper); EBADSEAT for a malformed or

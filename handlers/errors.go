@@ -25,6 +25,8 @@ var statuses = map[string]int{
 	boxoffice.EQUEUENOTOPEN:  http.StatusConflict,
 	boxoffice.ESEATTAKEN:     http.StatusConflict,
 	boxoffice.ENOHOLDS:       http.StatusConflict,
+	boxoffice.ENOTTOGETHER:   http.StatusConflict,
+	boxoffice.EBADCHOICE:     http.StatusBadRequest,
 	boxoffice.ETOOLARGE:      http.StatusRequestEntityTooLarge,
 	boxoffice.EINVALID:       http.StatusUnprocessableEntity,
 	boxoffice.ELIMITEXCEEDED: http.StatusUnprocessableEntity,

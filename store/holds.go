@@ -24,6 +24,7 @@ var holdLua embed.FS
 
 var (
 	holdScript        = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
+	holdBestScript    = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua")
 	holdReleaseScript = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_release.lua")
 	holdExtendScript  = loadScript(holdLua, "lua/hold_extend.lua")
 	holdSoldScript    = loadScript(holdLua, "lua/hold_sold.lua")
@@ -139,6 +140,8 @@ type Holds struct {
 	mu     sync.Mutex
 	labels map[int64]map[string]struct{} // event id -> its seats' labels
 	maps   map[int64]*sharedMapSlot      // event id -> shared read for SeatStatuses
+	runs   map[int64]gradeRuns           // event id -> its seats for best available
+	hints  map[bestHintKey]bestHint      // where HoldBest starts
 
 	granted prometheus.Counter
 	refused *prometheus.CounterVec
@@ -151,7 +154,8 @@ type Holds struct {
 // NewHolds returns a Holds on db and r whose metrics are registered on reg
 // (none when reg is nil): boxoffice_holds_granted_total, hold requests
 // granted, and boxoffice_holds_refused_total{reason}, hold requests refused
-// by error code (seat_taken, limit_exceeded, bad_seat).
+// by error code (seat_taken, limit_exceeded, bad_seat, not_together,
+// bad_choice).
 func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 	h := &Holds{
 		DB:        db,
@@ -159,6 +163,8 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 		MapMaxAge: DefaultMapMaxAge,
 		labels:    map[int64]map[string]struct{}{},
 		maps:      map[int64]*sharedMapSlot{},
+		runs:      map[int64]gradeRuns{},
+		hints:     map[bestHintKey]bestHint{},
 		granted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "boxoffice_holds_granted_total",
 			Help: "Seat hold requests granted.",
@@ -168,7 +174,7 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 			Help: "Seat hold requests refused, by reason (the error code).",
 		}, []string{"reason"}),
 	}
-	for _, reason := range []string{boxoffice.ESEATTAKEN, boxoffice.ELIMITEXCEEDED, boxoffice.EBADSEAT} {
+	for _, reason := range []string{boxoffice.ESEATTAKEN, boxoffice.ELIMITEXCEEDED, boxoffice.EBADSEAT, boxoffice.ENOTTOGETHER, boxoffice.EBADCHOICE} {
 		h.refused.WithLabelValues(reason)
 	}
 	if reg != nil {
@@ -212,8 +218,52 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		h.refuse(err)
 		return boxoffice.HoldResult{}, err
 	}
+	e := req.EventID
+	keys, args := h.shopperKeys(req), shopperArgs(req)
+	for _, l := range labels {
+		keys = append(keys, h.lockKey(e, l))
+		args = append(args, l)
+	}
+	res, err := h.runHoldScript(ctx, holdScript, e, keys, args)
+	if err != nil {
+		return boxoffice.HoldResult{}, err
+	}
+	mine, err := mineState(res[1], res[2], res[3])
+	if err != nil {
+		return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
+	}
+	switch res[0] {
+	case "taken":
+		err := &boxoffice.Error{
+			Code:    boxoffice.ESEATTAKEN,
+			Msg:     boxoffice.M("hold_taken"),
+			Details: map[string]any{"seats": stringsOf(res[4])},
+		}
+		h.refuse(err)
+		return boxoffice.HoldResult{Mine: mine}, err
+	case "limit":
+		err := &boxoffice.Error{
+			Code:    boxoffice.ELIMITEXCEEDED,
+			Msg:     boxoffice.M("hold_limit", "Limit", req.Limit),
+			Details: map[string]any{"limit": req.Limit, "owned": mine.Owned, "held": len(mine.Mine)},
+		}
+		h.refuse(err)
+		return boxoffice.HoldResult{Mine: mine}, err
+	}
+	first := toInt64(res[4])
+	h.granted.Inc()
+	return boxoffice.HoldResult{
+		Held:      slices.Clone(labels),
+		TTL:       time.Duration(first-mine.Now.UnixMilli()) * time.Millisecond,
+		ExpiresAt: time.UnixMilli(first),
+		Mine:      mine,
+	}, nil
+}
+
+// shopperKeys are the keys 1 to 9 of hold.lua and hold_best.lua for req.
+func (h *Holds) shopperKeys(req boxoffice.HoldRequest) []string {
 	e, acct := req.EventID, req.AccountID
-	keys := []string{
+	return []string{
 		h.Redis.Key("cache:ready:{%d}", e),
 		h.Redis.Key("sold:{%d}", e),
 		h.Redis.Key("bought:{%d}", e),
@@ -224,65 +274,46 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		h.Redis.entryKey(e, acct),
 		h.Redis.entryLiveKey(e),
 	}
-	args := []any{acct, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey}
-	for _, l := range labels {
-		keys = append(keys, h.lockKey(e, l))
-		args = append(args, l)
-	}
+}
+
+// shopperArgs are the arguments 1 to 5 of hold.lua and hold_best.lua for req.
+func shopperArgs(req boxoffice.HoldRequest) []any {
+	return []any{req.AccountID, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey}
+}
+
+// runHoldScript runs script, hold.lua or hold_best.lua, on keys (from
+// shopperKeys) and args (from shopperArgs) and returns its reply, or the
+// ENOENTRYTOKEN error it gave. When the sold-seat cache's marker is missing
+// it loads the cache and runs the script once more; when that load fails
+// because PostgreSQL cannot be reached, it runs the script on a complete
+// copy instead (keys[0] becomes cache:complete:{e}, args[3] '1'), and
+// answers the load's error if there is none (see Holds).
+func (h *Holds) runHoldScript(ctx context.Context, script *redis.Script, e int64, keys []string, args []any) ([]any, error) {
 	var loadErr error // the load failed: PostgreSQL cannot be reached
 	for attempt := 0; ; attempt++ {
-		res, err := holdScript.Run(ctx, h.Redis.Client, keys, args...).Slice()
+		res, err := script.Run(ctx, h.Redis.Client, keys, args...).Slice()
 		if err != nil {
-			return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
+			return nil, fmt.Errorf("hold seats of event %d: %w", e, err)
 		}
 		switch res[0] {
 		case "no_entry":
-			return boxoffice.HoldResult{}, entryRefused(res[1])
+			return nil, entryRefused(res[1])
 		case "rebuild":
 			switch {
 			case loadErr != nil: // Redis lost the copy: wait for PostgreSQL
-				return boxoffice.HoldResult{}, loadErr
+				return nil, loadErr
 			case attempt > 0:
-				return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: sold-seat cache missing after loading it", e)
+				return nil, fmt.Errorf("hold seats of event %d: sold-seat cache missing after loading it", e)
 			}
 			if err := h.loadSoldCache(ctx, e); err != nil {
 				if !Unreachable(err) {
-					return boxoffice.HoldResult{}, err
+					return nil, err
 				}
 				loadErr, keys[0], args[3] = err, h.Redis.Key("cache:complete:{%d}", e), "1"
 			}
 			continue
 		}
-		mine, err := mineState(res[1], res[2], res[3])
-		if err != nil {
-			return boxoffice.HoldResult{}, fmt.Errorf("hold seats of event %d: %w", e, err)
-		}
-		switch res[0] {
-		case "taken":
-			err := &boxoffice.Error{
-				Code:    boxoffice.ESEATTAKEN,
-				Msg:     boxoffice.M("hold_taken"),
-				Details: map[string]any{"seats": stringsOf(res[4])},
-			}
-			h.refuse(err)
-			return boxoffice.HoldResult{Mine: mine}, err
-		case "limit":
-			err := &boxoffice.Error{
-				Code:    boxoffice.ELIMITEXCEEDED,
-				Msg:     boxoffice.M("hold_limit", "Limit", req.Limit),
-				Details: map[string]any{"limit": req.Limit, "owned": mine.Owned, "held": len(mine.Mine)},
-			}
-			h.refuse(err)
-			return boxoffice.HoldResult{Mine: mine}, err
-		}
-		first := toInt64(res[4])
-		h.granted.Inc()
-		return boxoffice.HoldResult{
-			Held:      slices.Clone(labels),
-			TTL:       time.Duration(first-mine.Now.UnixMilli()) * time.Millisecond,
-			ExpiresAt: time.UnixMilli(first),
-			Mine:      mine,
-		}, nil
+		return res, nil
 	}
 }
 

@@ -212,14 +212,18 @@ func TestHolds_Hold(t *testing.T) {
 		h.Hold(ctx, req, []string{ev.R[0]})
 		h.Hold(ctx, req, []string{"nope"})
 		h.Hold(ctx, req, nil)
+		h.HoldBest(ctx, req, "R", 1) // past the limit
+		h.HoldBest(ctx, req, "Z", 1)
 		want := `
 # HELP boxoffice_holds_granted_total Seat hold requests granted.
 # TYPE boxoffice_holds_granted_total counter
 boxoffice_holds_granted_total 1
 # HELP boxoffice_holds_refused_total Seat hold requests refused, by reason (the error code).
 # TYPE boxoffice_holds_refused_total counter
+boxoffice_holds_refused_total{reason="bad_choice"} 2
 boxoffice_holds_refused_total{reason="bad_seat"} 2
 boxoffice_holds_refused_total{reason="limit_exceeded"} 1
+boxoffice_holds_refused_total{reason="not_together"} 0
 boxoffice_holds_refused_total{reason="seat_taken"} 1
 `
 		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
@@ -1182,7 +1186,13 @@ func TestHolds_EntryChecked(t *testing.T) {
 	refused := func(t *testing.T, sh boxoffice.Shopper, reason string) {
 		t.Helper()
 		wantCodeReason(t, hold(sh, holdTTL, ev.R[1]), boxoffice.ENOENTRYTOKEN, reason)
-		_, err := env.H.Release(ctx, sh, ev.R[0])
+		mine, _ := env.myHolds(t, ev.ID, sh.AccountID)
+		_, err := env.H.HoldBest(ctx, boxoffice.HoldRequest{EventID: sh.EventID, AccountID: sh.AccountID, SessionKey: sh.SessionKey, Limit: limit, TTL: holdTTL}, "R", 2)
+		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, reason)
+		if after, _ := env.myHolds(t, ev.ID, sh.AccountID); !slices.Equal(after, mine) {
+			t.Errorf("a refused best-available hold changed the holds from %v to %v", mine, after)
+		}
+		_, err = env.H.Release(ctx, sh, ev.R[0])
 		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, reason)
 		_, err = env.H.SeatStatuses(ctx, sh)
 		wantCodeReason(t, err, boxoffice.ENOENTRYTOKEN, reason)

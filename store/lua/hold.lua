@@ -25,7 +25,8 @@
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
--- entry_refusal and prune_holds come from hold_shopper.lua.
+-- entry_refusal, prune_holds, seat_state, hold_seat and trim_held come
+-- from hold_shopper.lua.
 local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
 if refusal then
   return {'no_entry', refusal}
@@ -44,20 +45,11 @@ local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local taken, new = {}, {}
 for i = first_label, #KEYS do
-  local label = ARGV[i - 4]
-  if redis.call('SISMEMBER', KEYS[2], label) == 1 then
-    taken[#taken + 1] = label
-  else
-    local owner = redis.call('GET', KEYS[i])
-    if owner == false or (owner == acct and not redis.call('ZSCORE', KEYS[4], label)) then
-      if stale and redis.call('ZSCORE', KEYS[7], label) then
-        taken[#taken + 1] = label
-      else
-        new[#new + 1] = i
-      end
-    elseif owner ~= acct then
-      taken[#taken + 1] = label
-    end
+  local state = seat_state(ARGV[i - 4], KEYS[i], KEYS[2], KEYS[4], KEYS[7], acct, stale)
+  if state == 'taken' then
+    taken[#taken + 1] = ARGV[i - 4]
+  elseif state == 'new' then
+    new[#new + 1] = i
   end
 end
 if #taken > 0 then
@@ -71,22 +63,13 @@ end
 
 local exp = now + ttl
 for _, i in ipairs(new) do
-  local label = ARGV[i - 4]
-  redis.call('SET', KEYS[i], acct, 'PXAT', exp)
-  redis.call('ZADD', KEYS[4], exp, label)
-  redis.call('ZADD', KEYS[5], exp, label)
-  redis.call('HSET', KEYS[6], label, acct)
+  hold_seat(ARGV[i - 4], KEYS[i], KEYS[4], KEYS[5], KEYS[6], acct, exp)
 end
-redis.call('PEXPIREAT', KEYS[4], redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')[2])
+trim_held(KEYS[4], KEYS[5], KEYS[6], now)
 
 local first = exp
 for i = first_label, #KEYS do
   first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 4])))
 end
 
--- Keep the map's index small: drop a bounded batch of ended holds.
-for _, label in ipairs(redis.call('ZRANGEBYSCORE', KEYS[5], '-inf', '(' .. now, 'LIMIT', 0, 100)) do
-  redis.call('ZREM', KEYS[5], label)
-  redis.call('HDEL', KEYS[6], label)
-end
 return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), first}

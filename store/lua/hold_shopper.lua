@@ -1,4 +1,4 @@
--- Functions of the scripts that act for a shopper (hold.lua,
+-- Functions of the scripts that act for a shopper (hold.lua, hold_best.lua,
 -- hold_release.lua), which store.Holds puts before each of them.
 
 -- entry_refusal checks the shopper's entry (DESIGN rule 5): the account's
@@ -33,5 +33,50 @@ local function prune_holds(hold_key, sold_key, now)
     if redis.call('SISMEMBER', sold_key, label) == 1 then
       redis.call('ZREM', hold_key, label)
     end
+  end
+end
+
+-- seat_state says what holding the seat label (lock key lock_key) would be
+-- for the account acct (its holds at hold_key): 'taken' when it is sold
+-- (sold_key) or held by another account, or, on a copy past its TTL (stale),
+-- recorded as claimed for a sale (claimed_key); 'mine' when the account
+-- holds it already; 'new' when it is free to hold. A lock of the account's
+-- own that its holds no longer list (a hold pruned as ended at the same
+-- millisecond) counts as free.
+local function seat_state(label, lock_key, sold_key, hold_key, claimed_key, acct, stale)
+  if redis.call('SISMEMBER', sold_key, label) == 1 then
+    return 'taken'
+  end
+  local owner = redis.call('GET', lock_key)
+  if owner == false or (owner == acct and not redis.call('ZSCORE', hold_key, label)) then
+    if stale and redis.call('ZSCORE', claimed_key, label) then
+      return 'taken'
+    end
+    return 'new'
+  end
+  if owner == acct then
+    return 'mine'
+  end
+  return 'taken'
+end
+
+-- hold_seat holds the seat label (lock key lock_key) for acct until exp
+-- (ms on Redis's clock): the lock, the account's holds (hold_key) and the
+-- map's indexes of held seats (held_key) and holders (holder_key).
+local function hold_seat(label, lock_key, hold_key, held_key, holder_key, acct, exp)
+  redis.call('SET', lock_key, acct, 'PXAT', exp)
+  redis.call('ZADD', hold_key, exp, label)
+  redis.call('ZADD', held_key, exp, label)
+  redis.call('HSET', holder_key, label, acct)
+end
+
+-- trim_held keeps the map's index small after a hold: it drops a bounded
+-- batch of holds ended before now from held_key and holder_key, and sets
+-- the account's holds (hold_key) to expire with the last of them.
+local function trim_held(hold_key, held_key, holder_key, now)
+  redis.call('PEXPIREAT', hold_key, redis.call('ZRANGE', hold_key, -1, -1, 'WITHSCORES')[2])
+  for _, label in ipairs(redis.call('ZRANGEBYSCORE', held_key, '-inf', '(' .. now, 'LIMIT', 0, 100)) do
+    redis.call('ZREM', held_key, label)
+    redis.call('HDEL', holder_key, label)
   end
 end
