@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
@@ -27,16 +28,24 @@ var refusals = map[string]bool{
 	boxoffice.ELIMITEXCEEDED: true,
 	boxoffice.EBADSEAT:       true,
 	boxoffice.ENOTFOUND:      true,
+	boxoffice.ENOTTOGETHER:   true,
+	boxoffice.EBADCHOICE:     true,
 }
 
 // handleHold handles POST /events/:id/holds: the form's repeated "seat"
 // values are all held for the account, or none (Holds.Hold, one Lua script
-// that checks the entry first), under the event's limit and hold TTL. JSON: 200 {"held": [...], "ttl_ms":
-// n, "expires_at": RFC 3339}, or 409 seat_taken ("seats"), 422
-// limit_exceeded ("limit", "owned", "held"), 400 bad_seat. htmx: the hold
-// panel with a notice, at the same status. A form: 303 back to the seat map
-// (to the list of the form's "section", if any) with the notice as a flash.
-// A "section" that is not a section of the map: 400, and nothing is held.
+// that checks the entry first), under the event's limit and hold TTL. With
+// "grade" and "quantity" instead of "seat" (best available), the box office
+// picks that many free seats of the grade side by side (Holds.HoldBest, one
+// Lua script in the common case). JSON: 200 {"held": [...], "ttl_ms": n,
+// "expires_at": RFC 3339}, or 409 seat_taken ("seats"), 422
+// limit_exceeded ("limit", "owned", "held"), 400 bad_seat; best available:
+// 409 not_together ("left", the grade's free seats), 400 bad_choice for an
+// unknown grade, a quantity that is not a number from 1 to what the fan may
+// still hold ("left"), or "seat" with "grade". htmx: the hold panel with a
+// notice, at the same status. A form: 303 back to the seat map (to the list
+// of the form's "section", if any) with the notice as a flash. A "section"
+// that is not a section of the map: 400, and nothing is held.
 func (s *Server) handleHold(c echo.Context) error {
 	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
@@ -52,9 +61,15 @@ func (s *Server) handleHold(c echo.Context) error {
 	if err := es.checkSection(e, form.Get("section")); err != nil {
 		return s.entryFirst(c, sh, err)
 	}
-	res, err := s.Holds.Hold(c.Request().Context(), boxoffice.HoldRequest{
+	req := boxoffice.HoldRequest{
 		EventID: e.ID, AccountID: sh.AccountID, SessionKey: sh.SessionKey, Limit: e.MaxPerAccount, TTL: e.HoldTTL,
-	}, form["seat"])
+	}
+	var res boxoffice.HoldResult
+	if form.Has("grade") || form.Has("quantity") {
+		res, err = s.holdBest(c.Request().Context(), req, form)
+	} else {
+		res, err = s.Holds.Hold(c.Request().Context(), req, form["seat"])
+	}
 	mine, answered, err := s.holdRefused(c, sh, res.Mine, err)
 	if answered {
 		return err
@@ -72,20 +87,34 @@ func (s *Server) handleHold(c echo.Context) error {
 	return s.holdChanged(c, e, es, mine, notice, err, form.Get("section"), form["seat"])
 }
 
+// holdBest holds the best seats of the form's "grade" and "quantity"
+// (Holds.HoldBest), refusing with EBADCHOICE a quantity that is not a whole
+// number and a form that also names seats, before Redis is touched.
+func (s *Server) holdBest(ctx context.Context, req boxoffice.HoldRequest, form url.Values) (boxoffice.HoldResult, error) {
+	if form.Has("seat") {
+		return boxoffice.HoldResult{}, boxoffice.NewError(boxoffice.EBADCHOICE, "best_with_seat")
+	}
+	quantity, err := strconv.Atoi(form.Get("quantity"))
+	if err != nil {
+		return boxoffice.HoldResult{}, boxoffice.NewError(boxoffice.EBADCHOICE, "best_quantity_range", "Max", req.Limit)
+	}
+	return s.Holds.HoldBest(ctx, req, form.Get("grade"), quantity)
+}
+
 // holdRefused decides what a hold or release that failed with err answers:
 // a refusal the hold panel explains, shown with mine (answered false: the
 // caller shows it), or the answer itself (answered true). A missing
-// entry is answered as noEntry does; a seat that is not one is refused only
-// once the entry is known to be there (one round trip, only on bad input),
-// and then the htmx panel shows the account's holds as SeatStatuses reads
-// them.
+// entry is answered as noEntry does; a seat or a best-available choice that
+// is not one is refused only once the entry is known to be there (one round
+// trip, only on bad input), and then the htmx panel shows the account's
+// holds as SeatStatuses reads them.
 func (s *Server) holdRefused(c echo.Context, sh boxoffice.Shopper, mine boxoffice.SeatMapState, err error) (boxoffice.SeatMapState, bool, error) {
 	switch boxoffice.ErrorCode(err) {
 	case "":
 		return mine, false, nil
 	case boxoffice.ENOENTRYTOKEN:
 		return mine, true, s.noEntry(c, sh.EventID, err)
-	case boxoffice.EBADSEAT:
+	case boxoffice.EBADSEAT, boxoffice.EBADCHOICE:
 		if !isHTMX(c) {
 			if err := s.entryFirst(c, sh, nil); err != nil {
 				return mine, true, err

@@ -129,6 +129,11 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	warm, _ := app.newFan(t, "warm@example.com", id)
 	hold(t, warm, id, "A-1-1")
 	warm.do("DELETE", holdsPath(id)+"/A-1-1", nil, "Accept: application/json")
+	resp := warm.do("POST", holdsPath(id), url.Values{"grade": {"S"}, "quantity": {"1"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	var best bestJSON
+	decodeJSON(t, resp, &best)
+	warm.do("DELETE", holdsPath(id)+"/"+url.PathEscape(best.Held[0]), nil, "Accept: application/json")
 	getSeatMap(t, warm, id)
 
 	fan, acct := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
@@ -196,6 +201,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 		{"hold (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1", "A-2-2"}}, asJSON, http.StatusOK, evalsha},
 		{"hold (htmx)", "POST", holdsPath(id), url.Values{"seat": {"A-2-3"}}, htmx, http.StatusOK, evalsha},
 		{"hold of a seat already held (JSON)", "POST", holdsPath(id), url.Values{"seat": {"A-2-1"}}, asJSON, http.StatusOK, evalsha},
+		{"best available (JSON)", "POST", holdsPath(id), url.Values{"grade": {"S"}, "quantity": {"2"}}, asJSON, http.StatusOK, evalsha},
 		{"release (JSON)", "DELETE", holdsPath(id) + "/A-2-1", nil, asJSON, http.StatusOK, evalsha},
 		{"release (htmx)", "DELETE", holdsPath(id) + "/A-2-2", nil, htmx, http.StatusOK, evalsha},
 		{"entry time", "GET", event + "/entry", nil, asJSON, http.StatusOK, entry},

@@ -95,6 +95,7 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 		order = append(order, (start+i)%len(runs))
 	}
 	left := 0
+	var mine boxoffice.SeatMapState
 	for w := 0; w < len(order); {
 		end := w
 		for n := 0; end < len(order) && (end == w || n+len(runs[order[end]].labels) <= bestWindowSeats); end++ {
@@ -104,8 +105,7 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 		if err != nil {
 			return boxoffice.HoldResult{}, err
 		}
-		mine, err := mineState(res[1], res[2], res[3])
-		if err != nil {
+		if mine, err = mineState(res[1], res[2], res[3]); err != nil {
 			return boxoffice.HoldResult{}, fmt.Errorf("hold best seats of event %d: %w", req.EventID, err)
 		}
 		switch res[0] {
@@ -140,7 +140,7 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 	}
 	err = &boxoffice.Error{Code: boxoffice.ENOTTOGETHER, Msg: msg, Details: map[string]any{"left": left}}
 	h.refuse(err)
-	return boxoffice.HoldResult{}, err
+	return boxoffice.HoldResult{Mine: mine}, err
 }
 
 // holdBestWindow runs hold_best.lua once over the runs of the given

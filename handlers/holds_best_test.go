@@ -1,0 +1,155 @@
+package handlers_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// bestJSON is a hold's JSON answer.
+type bestJSON struct {
+	Held  []string
+	TTLMs int64 `json:"ttl_ms"`
+}
+
+// sideBySide reports whether labels are seats of one row with consecutive
+// numbers.
+func sideBySide(labels []string) bool {
+	for i := 1; i < len(labels); i++ {
+		a, b := labels[i-1], labels[i]
+		ia, ib := strings.LastIndex(a, "-"), strings.LastIndex(b, "-")
+		na, _ := strconv.Atoi(a[ia+1:])
+		nb, _ := strconv.Atoi(b[ib+1:])
+		if a[:ia] != b[:ib] || nb != na+1 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestHolds_HoldBest(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	fan, _ := app.newFan(t, "fan@example.com", e.ID)
+
+	t.Run("OK", func(t *testing.T) {
+		resp := fan.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"2"}}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		var body bestJSON
+		decodeJSON(t, resp, &body)
+		if len(body.Held) != 2 || !sideBySide(body.Held) || !strings.HasPrefix(body.Held[0], "A-1-") || body.TTLMs <= 0 {
+			t.Fatalf("hold = %+v, want 2 seats side by side in section A's front row", body)
+		}
+		st := getSeatMap(t, fan, e.ID).statuses()
+		for _, l := range body.Held {
+			if st[l] != "mine" {
+				t.Errorf("seat %s is %q after best available, want mine", l, st[l])
+			}
+		}
+	})
+
+	// The fan holds 2 of 5: 3 more may be asked for.
+	refusals := []struct {
+		name string
+		form url.Values
+	}{
+		{"QuantityZero", url.Values{"grade": {"R"}, "quantity": {"0"}}},
+		{"QuantityNegative", url.Values{"grade": {"R"}, "quantity": {"-2"}}},
+		{"QuantityAboveLimit", url.Values{"grade": {"R"}, "quantity": {"6"}}},
+		{"QuantityAboveLeft", url.Values{"grade": {"R"}, "quantity": {"4"}}},
+		{"QuantityNotANumber", url.Values{"grade": {"R"}, "quantity": {"two"}}},
+		{"QuantityMissing", url.Values{"grade": {"R"}}},
+		{"UnknownGrade", url.Values{"grade": {"Z"}, "quantity": {"1"}}},
+		{"GradeMissing", url.Values{"quantity": {"1"}}},
+		{"SeatWithGrade", url.Values{"grade": {"R"}, "quantity": {"1"}, "seat": {"A-3-1"}}},
+	}
+	for _, r := range refusals {
+		t.Run(r.name, func(t *testing.T) {
+			before := getSeatMap(t, fan, e.ID)
+			resp := fan.do("POST", holdsPath(e.ID), r.form, "Accept: application/json")
+			wantStatus(t, resp, http.StatusBadRequest)
+			var body map[string]any
+			decodeJSON(t, resp, &body)
+			if body["error"] != "bad_choice" || body["message"] == "" {
+				t.Errorf("body = %v, want error bad_choice with a message", body)
+			}
+			after := getSeatMap(t, fan, e.ID)
+			if fmt.Sprint(after.statuses()) != fmt.Sprint(before.statuses()) {
+				t.Errorf("a refused best-available hold changed the seats: %v, then %v", before.statuses(), after.statuses())
+			}
+		})
+	}
+
+	t.Run("NotTogether", func(t *testing.T) {
+		other, _ := app.newFan(t, "other@example.com", e.ID)
+		hold(t, other, e.ID, "Box B-1-2", "Box B-1-4", "C/D-1-1")
+		resp := fan.do("POST", holdsPath(e.ID), url.Values{"grade": {"S"}, "quantity": {"2"}}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusConflict)
+		var body map[string]any
+		decodeJSON(t, resp, &body)
+		if body["error"] != "not_together" || body["left"] != 3.0 || !strings.Contains(fmt.Sprint(body["message"]), "not 2 side by side") {
+			t.Errorf("body = %v, want not_together with left 3", body)
+		}
+		resp = fan.do("POST", holdsPath(e.ID), url.Values{"grade": {"S"}, "quantity": {"1"}}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+	})
+
+	t.Run("Form", func(t *testing.T) {
+		c, _ := app.newFan(t, "form@example.com", e.ID)
+		resp := c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"3"}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID) {
+			t.Errorf("Location = %q, want the seat map", loc)
+		}
+		d := doc(t, c.do("GET", seatsPath(e.ID), nil))
+		if got := testid(d, "hold-notice"); !strings.Contains(got, "You hold 3 seats for") {
+			t.Errorf("notice = %q, want that 3 seats are held", got)
+		}
+		if n := d.Find(`[data-testid=held-seats] li`).Length(); n != 3 {
+			t.Errorf("%d seats in the hold panel, want 3", n)
+		}
+		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"0"}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		notice := doc(t, c.do("GET", seatsPath(e.ID), nil)).Find(`[data-testid=hold-notice]`)
+		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "Choose from 1 to 5 seats") {
+			t.Errorf("notice = %q, want the refusal", notice.Text())
+		}
+	})
+
+	t.Run("HTMX", func(t *testing.T) {
+		c, _ := app.newFan(t, "htmx@example.com", e.ID)
+		resp := c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"2"}}, "HX-Request: true")
+		wantStatus(t, resp, http.StatusOK)
+		d := doc(t, resp)
+		if d.Find("main").Length() != 0 || d.Find(`[data-testid=held-seats] li`).Length() != 2 {
+			t.Error("the htmx answer is not the hold panel with the 2 new holds")
+		}
+		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"9"}}, "HX-Request: true")
+		wantStatus(t, resp, http.StatusBadRequest)
+		if d := doc(t, resp); !strings.Contains(testid(d, "hold-notice"), "Choose from 1 to 5 seats") || d.Find(`[data-testid=held-seats] li`).Length() != 2 {
+			t.Error("a refused htmx best-available hold does not answer the panel with the refusal")
+		}
+	})
+
+	t.Run("Page", func(t *testing.T) {
+		d := doc(t, fan.do("GET", seatsPath(e.ID), nil))
+		var grades []string
+		d.Find(`[data-testid=best-grade] option`).Each(func(_ int, s *goquery.Selection) { grades = append(grades, s.AttrOr("value", "")) })
+		if !slices.Equal(grades, []string{"R", "S"}) {
+			t.Errorf("best-available grades %v, want R and S", grades)
+		}
+		if d.Find(`[data-testid=best-quantity] option`).Length() != e.MaxPerAccount {
+			t.Errorf("quantities offered: %d, want 1 to %d", d.Find(`[data-testid=best-quantity] option`).Length(), e.MaxPerAccount)
+		}
+		if first := d.Find(`main form`).First().AttrOr("data-testid", ""); first != "best-form" {
+			t.Errorf("the page's first form is %q, want the best-available form", first)
+		}
+	})
+}
