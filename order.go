@@ -104,7 +104,9 @@ type Order struct {
 	ID             string
 	EventID        int64
 	EventTitle     Text
-	TimeZone       string // the event's IANA zone, for showing times
+	VenueName      string
+	StartsAt       time.Time // the event's start
+	TimeZone       string    // the event's IANA zone, for showing times
 	AccountID      int64
 	Status         OrderStatus
 	Amount         int64
@@ -136,11 +138,27 @@ func (o *Order) Payable(now time.Time) bool {
 }
 
 // OrderItem is one seat of an order with the price charged for it (minor
-// units), taken from the seat's grade when the order was created.
+// units), taken from the seat's grade when the order was created. Section,
+// Row and Number are the parts of the seat's label, and GradeName the
+// grade's name per language, for saying the seat in words.
 type OrderItem struct {
-	Seat  string
-	Grade string
-	Price int64
+	Seat      string
+	Grade     string
+	Price     int64
+	Section   string
+	Row       string
+	Number    string
+	GradeName Text
+}
+
+// Item returns the order's item for the seat label, and whether it has one.
+func (o *Order) Item(label string) (OrderItem, bool) {
+	for _, it := range o.Items {
+		if it.Seat == label {
+			return it, true
+		}
+	}
+	return OrderItem{}, false
 }
 
 // Ticket is the proof of one sold seat. Code is the signed ticket code that

@@ -214,9 +214,12 @@ func TestHTMLInData_RendersAsText(t *testing.T) {
 	success := app.payAtSandbox(t, fan, o, "pay", payment.ScenarioWebhookNever)
 	wantStatus(t, fan.do("GET", success, nil), http.StatusSeeOther)
 	d = page(t, fan, "/orders/"+orderID, http.StatusOK)
-	wantSame(t, "ticket: seat", testid(d, "ticket-seat"), label)
+	wantSame(t, "ticket: seat", testid(d, "ticket-seat"), "Section "+xssSection+", row 1, seat 1")
+	wantSame(t, "ticket: grade", testid(d, "ticket-grade"), xssGrade+" (R)")
+	wantSame(t, "ticket: event", testid(d, "ticket-event"), xssTitle)
+	wantSame(t, "ticket: venue", testid(d, "ticket-venue"), xssVenue)
 	wantSame(t, "ticket: data-seat", d.Find(`[data-testid="ticket"]`).AttrOr("data-seat", ""), label)
-	wantSame(t, "ticket: QR code's alt", d.Find(`[data-testid="ticket-qr"]`).AttrOr("alt", ""), "QR code of the ticket for seat "+label)
+	wantSame(t, "ticket: QR code's alt", d.Find(`[data-testid="ticket-qr"]`).AttrOr("alt", ""), "QR code of the ticket for Section "+xssSection+", row 1, seat 1")
 	var order orderAnswer
 	decodeJSON(t, fan.do("GET", "/orders/"+orderID, nil, "Accept: application/json"), &order)
 	if len(order.Seats) != 1 || order.Seats[0] != label || len(order.Tickets) != 1 || order.Tickets[0].Seat != label {

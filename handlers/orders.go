@@ -11,8 +11,9 @@ import (
 	qrcode "github.com/skip2/go-qrcode"
 )
 
-// qrSize is the side of a ticket's QR code image, in pixels.
-const qrSize = 256
+// qrSize is the side of a ticket's QR code image, in pixels: about twice
+// the 280 CSS pixels it is shown at, so that it stays sharp on phones.
+const qrSize = 512
 
 // handleCreateOrder handles POST /events/:id/orders: an order of all the
 // account's live holds, then the PG's checkout. JSON: 201 {"order_id",

@@ -7,11 +7,13 @@ import (
 	"image/png"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment"
@@ -186,6 +188,22 @@ func TestCheckoutJourney(t *testing.T) {
 	if _, polls := page.Find(`[data-testid="order"]`).Attr("hx-trigger"); polls {
 		t.Error("a confirmed order's page still polls")
 	}
+	// Each ticket is what the door needs: the event, the venue, the start
+	// in the event's time zone, the seat in words with its grade.
+	page.Find(`[data-testid="ticket"]`).Each(func(i int, tk *goquery.Selection) {
+		testid := func(_ *goquery.Selection, id string) string {
+			return strings.TrimSpace(tk.Find(`[data-testid="` + id + `"]`).Text())
+		}
+		seat := fmt.Sprintf("Section A, row 1, seat %d", 3+i)
+		got := []string{testid(tk, "ticket-event"), testid(tk, "ticket-venue"), testid(tk, "ticket-seat"), testid(tk, "ticket-grade")}
+		if want := []string{"Checkout Night", "Checkout Hall", seat, "R seat (R)"}; !slices.Equal(got, want) {
+			t.Errorf("ticket %d says %q, want %q", i, got, want)
+		}
+		when, err := time.Parse(time.RFC3339, tk.Find(`[data-testid="ticket-time"]`).AttrOr("datetime", ""))
+		if err != nil || when.Before(time.Now().Add(47*time.Hour)) || !strings.HasSuffix(testid(tk, "ticket-time"), "KST") {
+			t.Errorf("ticket %d's time %q (%v), want the start in 2 days in Seoul's time", i, testid(tk, "ticket-time"), err)
+		}
+	})
 	qrs := page.Find(`[data-testid="ticket-qr"]`)
 	if qrs.Length() != 2 {
 		t.Fatalf("%d ticket QR codes, want 2", qrs.Length())

@@ -208,7 +208,8 @@ func lockPurchases(ctx context.Context, tx pgx.Tx, eventID, accountID int64) (in
 }
 
 // orderColumns are the columns scanOrder reads, from orders o JOIN event e.
-const orderColumns = `o.id, o.event_id, e.title, e.time_zone, o.account_id, o.status, o.amount, o.currency,
+const orderColumns = `o.id, o.event_id, e.title, (SELECT v.name FROM venue v WHERE v.id = e.venue_id), e.starts_at,
+       e.time_zone, o.account_id, o.status, o.amount, o.currency,
        o.order_name, o.expires_at, o.failure_code, o.failure_message, o.created_at, o.updated_at, o.confirmed_at`
 
 const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.id = o.event_id`
@@ -216,12 +217,12 @@ const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.
 // scanOrder reads orderColumns, then extra destinations.
 func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 	var o boxoffice.Order
-	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount, &o.Currency,
+	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.VenueName, &o.StartsAt, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount, &o.Currency,
 		&o.Name, &o.ExpiresAt, &o.FailureCode, &o.FailureMessage, &o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
-	for _, t := range []*time.Time{&o.ExpiresAt, &o.CreatedAt, &o.UpdatedAt} {
+	for _, t := range []*time.Time{&o.StartsAt, &o.ExpiresAt, &o.CreatedAt, &o.UpdatedAt} {
 		*t = t.UTC()
 	}
 	if o.ConfirmedAt != nil {
@@ -231,8 +232,9 @@ func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 	return &o, nil
 }
 
-// FindOrderByID returns the order with its items (by section, row and
-// number) and tickets, each with its signed code. Errors: ENOTFOUND.
+// FindOrderByID returns the order with its event's venue and start, its
+// items (by section, row and number, each with its seat's parts and grade
+// name) and tickets, each with its signed code. Errors: ENOTFOUND.
 func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
 	o, err := scanOrder(s.DB.Pool.QueryRow(ctx, orderQuery+` WHERE o.id = $1`, id))
 	if err != nil {
@@ -272,8 +274,10 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 		byID[o.ID], ids[i] = o, o.ID
 	}
 	rows, err := s.DB.Pool.Query(ctx, `
-		SELECT i.order_id, i.seat_label, i.grade, i.price FROM order_item i
+		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name
+		FROM order_item i
 		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
+		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade
 		WHERE i.order_id = ANY($1)
 		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
 	if err != nil {
@@ -281,9 +285,10 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 	}
 	var orderID string
 	var it boxoffice.OrderItem
-	_, err = pgx.ForEachRow(rows, []any{&orderID, &it.Seat, &it.Grade, &it.Price}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&orderID, &it.Seat, &it.Grade, &it.Price, &it.Section, &it.Row, &it.Number, &it.GradeName}, func() error {
 		o := byID[orderID]
 		o.Items = append(o.Items, it)
+		it.GradeName = nil // the next row's name goes into a map of its own
 		return nil
 	})
 	if err != nil {
