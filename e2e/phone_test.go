@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/demo"
+	"github.com/boxoffice/boxoffice/views"
+	"github.com/playwright-community/playwright-go"
+)
+
+// At a phone's width (390 × 844), in English and in Korean, a fan asks for
+// the best two seats of a grade, adds one seat by hand from the map, pays,
+// and gets tickets fit for the door: the event, venue and start, each seat
+// in words, a QR code per ticket, and a print layout of one ticket a page.
+// Screenshots: e2e/screenshots/<lang>-phone-best, -phone-hand,
+// -phone-tickets, -tickets-print.
+func TestPhone_BestAvailableAndTickets(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[demo.HallName]
+	for i, lang := range []string{views.English, views.Korean} {
+		t.Run(lang, func(t *testing.T) {
+			bctx, page := newPageIn(t, "en-US")
+			must(t, "resize", page.SetViewportSize(390, 844))
+			_, err := page.Goto(a.URL + "/login")
+			must(t, "open log-in", err)
+			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
+			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			enter(t, a, page, hall)
+			wantLang(t, page, lang)
+
+			// Best available comes first on the page.
+			first, err := page.Locator("main form").First().GetAttribute("data-testid")
+			must(t, "read the first form", err)
+			if first != "best-form" {
+				t.Errorf("the page's first form is %q, want the best-available form", first)
+			}
+			_, err = page.GetByTestId("best-grade").SelectOption(playwright.SelectOptionValues{Values: &[]string{"R"}})
+			must(t, "choose grade R", err)
+			_, err = page.GetByTestId("best-quantity").SelectOption(playwright.SelectOptionValues{Values: &[]string{"2"}})
+			must(t, "choose 2 seats", err)
+			must(t, "ask for the best seats", page.GetByTestId("best-submit").Click())
+			held := page.Locator(`[data-testid=held-seats] li`)
+			must(t, "wait for the 2 held seats", held.Nth(1).WaitFor())
+			best, err := held.EvaluateAll(`items => items.map(li => li.dataset.seat)`)
+			must(t, "read the held seats", err)
+			if got, _ := best.([]any); len(got) != 2 || !nextTo(fmt.Sprint(got[0]), fmt.Sprint(got[1])) {
+				t.Errorf("best available held %v, want 2 seats side by side", best)
+			}
+			screenshot(t, page, lang+"-phone-best")
+
+			// One more seat by hand, from the map.
+			n := strconv.Itoa(10 + 2*i)
+			hand := "1층 C-7-" + n
+			must(t, "choose "+hand, seat(page, hand).Click())
+			must(t, "hold", page.GetByTestId("hold-submit").Click())
+			must(t, "wait for the 3 held seats", held.Nth(2).WaitFor())
+			screenshot(t, page, lang+"-phone-hand")
+
+			must(t, "check out", page.GetByTestId("checkout").Click())
+			must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+			must(t, "pay", page.GetByTestId("pg-pay").Click())
+			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			must(t, "wait for the tickets", page.GetByTestId("ticket").Nth(2).WaitFor())
+			words := views.In(lang, boxoffice.M("ticket_seat", "Section", "1층 C", "Row", "7", "Number", n))
+			seats, err := page.GetByTestId("ticket-seat").AllTextContents()
+			must(t, "read the tickets' seats", err)
+			if !strings.Contains(strings.Join(seats, "|"), words) {
+				t.Errorf("the tickets say %q, want one for %q", seats, words)
+			}
+			for _, id := range []string{"ticket-event", "ticket-venue", "ticket-time", "ticket-grade"} {
+				if got := text(t, page, id); got == "" {
+					t.Errorf("the first ticket's %s is empty", id)
+				}
+			}
+			box, err := page.GetByTestId("ticket-qr").First().BoundingBox()
+			must(t, "measure the QR code", err)
+			if box == nil || box.Width < 250 {
+				t.Errorf("the QR code is %+v on a phone, want at least 250 px wide", box)
+			}
+			visible, err := page.GetByTestId("tickets-print").IsVisible()
+			must(t, "find the print button", err)
+			if !visible {
+				t.Error("the print button is hidden although the page's script runs")
+			}
+			screenshot(t, page, lang+"-phone-tickets")
+			must(t, "print media", page.EmulateMedia(playwright.PageEmulateMediaOptions{Media: playwright.MediaPrint}))
+			if visible, _ := page.GetByTestId("order-items").IsVisible(); visible {
+				t.Error("printed, the order page shows its items table, want the tickets alone")
+			}
+			screenshot(t, page, lang+"-tickets-print")
+		})
+	}
+}
+
+// nextTo reports whether seat labels a and b are in one row with b's number
+// one more than a's.
+func nextTo(a, b string) bool {
+	i, j := strings.LastIndex(a, "-"), strings.LastIndex(b, "-")
+	if i < 0 || j < 0 || a[:i] != b[:j] {
+		return false
+	}
+	na, errA := strconv.Atoi(a[i+1:])
+	nb, errB := strconv.Atoi(b[j+1:])
+	return errA == nil && errB == nil && nb == na+1
+}
