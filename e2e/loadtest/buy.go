@@ -165,14 +165,48 @@ func (v *seatView) pick(want int) []string {
 	return nil
 }
 
-// buyRecorders are phase 4's steps, one per kind of request.
-type buyRecorders struct {
-	seats, holds, orders, pay, confirm, order *Recorder
+// grade returns a grade with at least want seats free in the view, the
+// fan's preferred one (weighted toward the best) or the next one down, as
+// pick does; "" when no seat is free.
+func (v *seatView) grade(want int) string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	start := min(weighted(gradeWeights), len(v.grades)-1)
+	for k := range len(v.grades) {
+		g := v.grades[(start+k)%len(v.grades)]
+		free := 0
+		for _, i := range v.order[g] {
+			if !v.seats[i].taken {
+				free++
+			}
+		}
+		if free > 0 && (free >= want || k == len(v.grades)-1) {
+			return g
+		}
+	}
+	return ""
 }
 
-// buyTotals counts what the fans got.
+// takeGrade marks every seat of the grade taken (the server said none is
+// left).
+func (v *seatView) takeGrade(g string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, i := range v.order[g] {
+		v.seats[i].taken = true
+	}
+}
+
+// buyRecorders are phase 4's steps, one per kind of request.
+type buyRecorders struct {
+	seats, holds, best, orders, pay, confirm, order *Recorder
+}
+
+// buyTotals counts what the fans got, and the hold requests by kind: by
+// hand (a list of seats) and best available (a grade and a quantity).
 type buyTotals struct {
 	held, confirmedOrders, confirmedSeats, raceLost, soldOut atomic.Int64
+	handAsked, bestAsked, bestHeld, notTogether              atomic.Int64
 }
 
 // outcomeGaveUp is the kind of a fan's hold that lost every race: no error
@@ -183,7 +217,8 @@ const outcomeGaveUp = "gave up after losing every race"
 // every admitted fan, in turn on C connections, loads the seat map (a share
 // of them; the others choose from the shared copy the observer reloads),
 // holds 1 to 4 seats and tries other seats when it loses a race (409
-// seat_taken), until no seat is free. Paying: each fan with holds creates
+// seat_taken), until no seat is free; a share of the fans (-best-share)
+// asks for the best available instead (holdBest). Paying: each fan with holds creates
 // the order, pays in the sandbox PG (POST /sandbox-pg/checkout action=pay),
 // follows the PG's redirect to /payments/success and reads the order.
 func (b *Bench) buying(ctx context.Context) *Phase {
@@ -238,6 +273,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	recs := buyRecorders{
 		seats:   newRecorder("GET /events/{id}/seats (whole seat map)", nil),
 		holds:   newRecorder("POST /events/{id}/holds", nil),
+		best:    newRecorder("POST /events/{id}/holds (best available: grade, quantity)", nil),
 		orders:  newRecorder("POST /events/{id}/orders", nil),
 		pay:     newRecorder("POST /sandbox-pg/checkout (action=pay)", nil),
 		confirm: newRecorder("GET /payments/success (confirmation)", nil),
@@ -286,6 +322,9 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	<-refreshed
 	b.addStep(p, holders)
 	b.addStep(p, recs.holds)
+	if recs.best.Count() > 0 {
+		b.addStep(p, recs.best)
+	}
 	if recs.seats.Count() > 0 {
 		b.addStep(p, recs.seats)
 	}
@@ -317,8 +356,18 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, id).Scan(&sold); err != nil {
 		p.note("sold seats: " + err.Error())
 	}
-	p.figure("held", fmt.Sprintf("%d seats held by the fans; %d races lost (409 seat_taken) and retried; %d fans found no seat left and sent nothing",
-		tot.held.Load(), tot.raceLost.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
+	p.figure("held", fmt.Sprintf("%d seats held by the fans (%d by best available); %d fans found no seat left and sent nothing",
+		tot.held.Load(), tot.bestHeld.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
+	share := func(n, of int64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(of)
+	}
+	p.figure("lost races without best available", fmt.Sprintf("%d of %d hold requests choosing seats from the map (%.1f%%) lost a race (409 seat_taken) and were retried",
+		tot.raceLost.Load(), tot.handAsked.Load(), share(tot.raceLost.Load(), tot.handAsked.Load())), float64(tot.raceLost.Load()))
+	p.figure("lost races with best available", fmt.Sprintf("%d of %d best-available requests (share %.2f of the fans, -best-share) (%.1f%%) found no block of that size together (409 not_together) and asked again for fewer; none can lose a race for a seat",
+		tot.notTogether.Load(), tot.bestAsked.Load(), b.cfg.BestShare, share(tot.notTogether.Load(), tot.bestAsked.Load())), float64(tot.notTogether.Load()))
 	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
 		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
 	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
@@ -354,6 +403,9 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 		view.update(a.Body)
 	}
 	want := weighted(wantWeights) + 1
+	if rand.Float64() < b.cfg.BestShare {
+		return b.holdBest(ctx, f, view, recs, tot, want)
+	}
 	for range b.cfg.HoldRetries + 1 {
 		seats := view.pick(want)
 		if seats == nil {
@@ -362,6 +414,7 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 		}
 		var a answer
 		var err error
+		tot.handAsked.Add(1)
 		k := recs.holds.Time(func() string {
 			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", id), f, url.Values{"seat": seats})
 			return kind(a, err, http.StatusOK)
@@ -383,6 +436,52 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 			taken.Seats = seats
 		}
 		view.take(taken.Seats)
+	}
+	return outcomeGaveUp
+}
+
+// holdBest is one fan's best-available hold: want seats of a grade that
+// the view says has them. A 409 not_together asks again for fewer seats
+// (half, down to 1), or of another grade when none is left. It returns as
+// hold does.
+func (b *Bench) holdBest(ctx context.Context, f *Fan, view *seatView, recs buyRecorders, tot *buyTotals, want int) string {
+	for range b.cfg.HoldRetries + 1 {
+		g := view.grade(want)
+		if g == "" {
+			tot.soldOut.Add(1)
+			return kindSkip
+		}
+		var a answer
+		var err error
+		tot.bestAsked.Add(1)
+		k := recs.best.Time(func() string {
+			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", b.sale.EventID), f,
+				url.Values{"grade": {g}, "quantity": {strconv.Itoa(want)}})
+			return kind(a, err, http.StatusOK)
+		})
+		if k == kindOK {
+			var held struct {
+				Held []string `json:"held"`
+			}
+			json.Unmarshal(a.Body, &held)
+			view.take(held.Held)
+			tot.held.Add(int64(len(held.Held)))
+			tot.bestHeld.Add(int64(len(held.Held)))
+			return kindOK
+		}
+		if a.Status != http.StatusConflict || errorCode(a.Body) != "not_together" {
+			return "hold: " + k
+		}
+		tot.notTogether.Add(1)
+		var left struct {
+			Left int `json:"left"`
+		}
+		json.Unmarshal(a.Body, &left)
+		if left.Left == 0 {
+			view.takeGrade(g)
+		} else {
+			want = max(1, min(want/2, left.Left))
+		}
 	}
 	return outcomeGaveUp
 }

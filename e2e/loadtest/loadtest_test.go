@@ -31,7 +31,7 @@ func TestBench_Smoke(t *testing.T) {
 	cfg := Config{
 		Mode: "bench", Binary: bin, Out: dir, Fans: 100, Conns: 16, Rates: []int{400}, OpenDuration: 200 * time.Millisecond,
 		MaxInFlight: 1000, AdmitRate: 2000, AdmissionTick: 100 * time.Millisecond, WaitTimeout: 15 * time.Second,
-		StreamSample: 10, SeatMapShare: 0, AdmittedMapShare: 0.05, SeatMapRefresh: time.Second, HoldRetries: 8, BuyTimeout: 15 * time.Second,
+		StreamSample: 10, SeatMapShare: 0, AdmittedMapShare: 0.05, SeatMapRefresh: time.Second, HoldRetries: 8, BestShare: 0.5, BuyTimeout: 15 * time.Second,
 		DatabaseURL: storetest.DatabaseURL(), RedisURL: storetest.RedisURL(),
 	}
 	ui := &UI{Out: testWriter{t}, Report: io.Discard}
@@ -74,6 +74,9 @@ func TestBench_Smoke(t *testing.T) {
 	}
 	if st, _ := buying.step("fans holding"); st.Requests != cfg.Fans || st.OK != st.Requests {
 		t.Errorf("%d of %d fans tried to hold seats and %d hold some (%v), want all of them", st.Requests, cfg.Fans, st.OK, st.Errors)
+	}
+	if st, ok := buying.step("POST /events/{id}/holds (best available"); !ok || st.OK == 0 {
+		t.Errorf("best available: %+v, want some of the fans' seats held by it", st)
 	}
 	seen, _ := buying.figureValue("confirmed by the fans")
 	confirmed, _ := findPhase(rep, "5.").figureValue("confirmed orders")

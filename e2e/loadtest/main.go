@@ -69,6 +69,7 @@ type Config struct {
 	AdmittedMapShare float64       `json:"admitted_map_share"`
 	SeatMapRefresh   time.Duration `json:"seat_map_refresh"`
 	HoldRetries      int           `json:"hold_retries"`
+	BestShare        float64       `json:"best_share"`
 	BuyTimeout       time.Duration `json:"buy_timeout"`
 	SSEConns         int           `json:"sse_connections"`
 	SSEIPs           int           `json:"sse_source_addresses"`
@@ -102,6 +103,7 @@ func main() {
 	fs.Float64Var(&cfg.AdmittedMapShare, "admitted-map-share", 1, "waiting phase: share of the polling fans that load the seat map page the moment they see their admission (1: all, as browsers do)")
 	fs.DurationVar(&cfg.SeatMapRefresh, "seat-map-refresh", time.Second, "how often the shared copy of the seat map is reloaded")
 	fs.IntVar(&cfg.HoldRetries, "hold-retries", 8, "how often a fan who lost a race tries other seats")
+	fs.Float64Var(&cfg.BestShare, "best-share", 0.5, "share of fans that ask for the best available (grade and quantity) instead of choosing seats from the map")
 	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 6*time.Minute, "longest holding-and-buying phase (fans hold first, then pay: keep it near the event's 5-minute hold TTL)")
 	fs.IntVar(&cfg.SSEConns, "sse-conns", 10000, "-mode sse: concurrent SSE streams")
 	fs.IntVar(&cfg.SSEIPs, "sse-ips", 8, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over")
