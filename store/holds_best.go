@@ -15,7 +15,7 @@ import (
 // bestWindowSeats is about how many seats one run of hold_best.lua
 // considers (whole runs, at least one): the script's cost is bounded by it,
 // however large the venue.
-const bestWindowSeats = 160
+const bestWindowSeats = 64
 
 // bestHintMaxAge is how long a hint of where a grade's blocks of a size
 // begin is trusted (see bestHint): long enough that fans racing for one
