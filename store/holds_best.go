@@ -36,16 +36,24 @@ type seatRun struct {
 type gradeRuns map[string][]seatRun
 
 // bestHint says that, when it was learned (on the store's clock), the runs
-// of a grade before run had no block of a number of free seats.
+// of a grade before run had no block of a number of free seats (of the kind
+// its key says), or, with none, that no run had one, and then how many
+// seats were free (left) and whether a block that strands a seat was.
 type bestHint struct {
-	run int
-	at  time.Time
+	run     int
+	none    bool
+	left    int
+	strands bool
+	at      time.Time
 }
 
+// bestHintKey names a hint: an event's grade, a number of seats, and
+// whether blocks that strand a seat count.
 type bestHintKey struct {
 	event    int64
 	grade    string
 	quantity int
+	strand   bool
 }
 
 // HoldBest holds the best quantity free seats of grade side by side in one
@@ -53,14 +61,16 @@ type bestHintKey struct {
 // script (hold_best.lua) that checks the entry, the sold seats and the
 // account's limit as Hold does and holds under the same TTL. Best is the
 // order of gradeRuns: runs nearest the stage first, and in a run the block
-// nearest its seat nearest the stage, leaving no single free seat stranded
-// when the runs considered offer a block that does not.
+// nearest its seat nearest the stage. A block that leaves a single free seat
+// stranded between taken ones is taken only when no run of the grade has
+// one that does not: a first pass looks for those, a second (only when the
+// first saw a block that strands) takes the best block left.
 //
 // One run of the script considers about bestWindowSeats seats, from where
 // this process last found the grade's blocks of that size to begin (a hint
-// kept for bestHintMaxAge), so that a pick costs one round trip and touches
-// only those rows in the common case; when they hold no block it goes on
-// through the grade's other runs, a window per round trip.
+// per pass, kept for bestHintMaxAge), so that a pick costs one round trip
+// and touches only those rows in the common case; when they hold no block
+// it goes on through the grade's other runs, a window per round trip.
 //
 // Errors (*boxoffice.Error): ENOENTRYTOKEN; EBADCHOICE for a grade with no
 // seats in the event, a quantity under 1 or above req.Limit (before Redis is
@@ -87,67 +97,121 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 		h.refuse(err)
 		return boxoffice.HoldResult{}, err
 	}
-	hk := bestHintKey{req.EventID, grade, quantity}
-	start := h.bestHintFor(hk)
+	var pass bestPass
+	for _, strand := range []bool{false, true} {
+		pass = h.bestPass(ctx, req, quantity, runs, bestHintKey{req.EventID, grade, quantity, strand})
+		if pass.res != nil || pass.err != nil || !pass.strands {
+			break
+		}
+	}
+	if pass.err != nil {
+		return boxoffice.HoldResult{Mine: pass.mine}, pass.err
+	}
+	if pass.res != nil {
+		exp := toInt64(pass.res[4])
+		h.granted.Inc()
+		return boxoffice.HoldResult{
+			Held:      stringsOf(pass.res[5]),
+			TTL:       time.Duration(exp-pass.mine.Now.UnixMilli()) * time.Millisecond,
+			ExpiresAt: time.UnixMilli(exp),
+			Mine:      pass.mine,
+		}, nil
+	}
+	msg := boxoffice.M("best_not_together", "Quantity", quantity, "Count", pass.left)
+	if pass.left == 0 {
+		msg = boxoffice.M("best_none_left")
+	}
+	err = &boxoffice.Error{Code: boxoffice.ENOTTOGETHER, Msg: msg, Details: map[string]any{"left": pass.left}}
+	h.refuse(err)
+	return boxoffice.HoldResult{Mine: pass.mine}, err
+}
+
+// bestPass is what one pass of HoldBest found: the script's 'ok' reply
+// (res), or an error (a refusal or Redis's), or neither; the account's own
+// part of the seat map as the last run of the script read it; the free
+// seats the pass saw, and whether a run had a block that strands a seat.
+type bestPass struct {
+	res     []any
+	err     error
+	mine    boxoffice.SeatMapState
+	left    int
+	strands bool
+}
+
+// bestPass runs hold_best.lua over the grade's runs, a window at a time,
+// from the hint of k (whether blocks that strand a seat may be taken), until
+// one holds seats or every run was seen, and keeps the hint up to date. A
+// fresh hint that no run has a block cuts the pass to its first window
+// (which still checks the entry, and takes a block freed since), and the
+// hint then says what the pass would have found.
+func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantity int, runs []seatRun, k bestHintKey) bestPass {
+	var p bestPass
+	hint := h.bestHintFor(k)
+	start := hint.run
 	// The runs from the hint on, then those before it.
 	order := make([]int, 0, len(runs))
 	for i := range runs {
 		order = append(order, (start+i)%len(runs))
 	}
-	left := 0
-	var mine boxoffice.SeatMapState
 	for w := 0; w < len(order); {
 		end := w
 		for n := 0; end < len(order) && (end == w || n+len(runs[order[end]].labels) <= bestWindowSeats); end++ {
 			n += len(runs[order[end]].labels)
 		}
-		res, err := h.holdBestWindow(ctx, req, quantity, runs, order[w:end])
+		res, err := h.holdBestWindow(ctx, req, quantity, k.strand, runs, order[w:end])
 		if err != nil {
-			return boxoffice.HoldResult{}, err
+			p.err = err
+			return p
 		}
-		if mine, err = mineState(res[1], res[2], res[3]); err != nil {
-			return boxoffice.HoldResult{}, fmt.Errorf("hold best seats of event %d: %w", req.EventID, err)
+		if p.mine, err = mineState(res[1], res[2], res[3]); err != nil {
+			p.err = fmt.Errorf("hold best seats of event %d: %w", req.EventID, err)
+			return p
 		}
 		switch res[0] {
 		case "limit":
-			err := &boxoffice.Error{
+			p.err = &boxoffice.Error{
 				Code:    boxoffice.EBADCHOICE,
-				Msg:     boxoffice.M("best_quantity_left", "Count", mine.Left(req.Limit)),
-				Details: map[string]any{"left": mine.Left(req.Limit)},
+				Msg:     boxoffice.M("best_quantity_left", "Count", p.mine.Left(req.Limit)),
+				Details: map[string]any{"left": p.mine.Left(req.Limit)},
 			}
-			h.refuse(err)
-			return boxoffice.HoldResult{Mine: mine}, err
+			h.refuse(p.err)
+			return p
 		case "ok":
-			// The runs scanned before the one picked from had no block.
-			h.setBestHint(hk, order[w+int(toInt64(res[6]))])
-			exp := toInt64(res[4])
-			h.granted.Inc()
-			return boxoffice.HoldResult{
-				Held:      stringsOf(res[5]),
-				TTL:       time.Duration(exp-mine.Now.UnixMilli()) * time.Millisecond,
-				ExpiresAt: time.UnixMilli(exp),
-				Mine:      mine,
-			}, nil
+			// The runs before the first with a block had none; without
+			// stranding, the runs before the one picked from had none that
+			// may be taken.
+			at := int(toInt64(res[6]))
+			if !k.strand {
+				at = int(toInt64(res[7])) - 1
+			}
+			h.setBestHint(k, bestHint{run: order[w+at]})
+			p.res = res
+			return p
 		}
-		// None of the window's runs has a block ('none').
-		left += int(toInt64(res[4]))
-		h.setBestHint(hk, (order[end-1]+1)%len(runs))
+		// No run of the window has a block that may be taken ('none').
+		if hint.none {
+			p.left, p.strands = hint.left, hint.strands
+			return p
+		}
+		p.left += int(toInt64(res[4]))
+		p.strands = p.strands || toInt64(res[5]) == 1
+		h.setBestHint(k, bestHint{run: (order[end-1] + 1) % len(runs)})
 		w = end
 	}
-	msg := boxoffice.M("best_not_together", "Quantity", quantity, "Count", left)
-	if left == 0 {
-		msg = boxoffice.M("best_none_left")
-	}
-	err = &boxoffice.Error{Code: boxoffice.ENOTTOGETHER, Msg: msg, Details: map[string]any{"left": left}}
-	h.refuse(err)
-	return boxoffice.HoldResult{Mine: mine}, err
+	h.setBestHint(k, bestHint{run: start, none: true, left: p.left, strands: p.strands})
+	return p
 }
 
 // holdBestWindow runs hold_best.lua once over the runs of the given
-// indexes, in that order, and returns its reply (see runHoldScript).
-func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, runs []seatRun, window []int) ([]any, error) {
+// indexes, in that order, taking a block that strands a seat only if
+// strand, and returns its reply (see runHoldScript).
+func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, strand bool, runs []seatRun, window []int) ([]any, error) {
 	keys, args := h.shopperKeys(req), shopperArgs(req)
-	args = append(args, quantity, len(window))
+	mayStrand := "0"
+	if strand {
+		mayStrand = "1"
+	}
+	args = append(args, quantity, mayStrand, len(window))
 	for _, i := range window {
 		args = append(args, len(runs[i].labels), runs[i].best+1)
 	}
@@ -160,22 +224,23 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 	return h.runHoldScript(ctx, holdBestScript, req.EventID, keys, args)
 }
 
-// bestHintFor returns the run from which HoldBest starts for k: the hint's,
-// or the first run without a hint or with one older than bestHintMaxAge.
-func (h *Holds) bestHintFor(k bestHintKey) int {
+// bestHintFor returns k's hint, or the zero hint (from the first run) when
+// there is none or it is older than bestHintMaxAge.
+func (h *Holds) bestHintFor(k bestHintKey) bestHint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if hint, ok := h.hints[k]; ok && h.Redis.Now().Sub(hint.at) < bestHintMaxAge {
-		return hint.run
+		return hint
 	}
-	return 0
+	return bestHint{}
 }
 
-// setBestHint records that the runs before run had no block for k.
-func (h *Holds) setBestHint(k bestHintKey, run int) {
+// setBestHint records hint for k, learned now.
+func (h *Holds) setBestHint(k bestHintKey, hint bestHint) {
+	hint.at = h.Redis.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.hints[k] = bestHint{run: run, at: h.Redis.Now()}
+	h.hints[k] = hint
 }
 
 // eventRuns returns the event's seats for best available, read from

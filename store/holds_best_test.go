@@ -155,9 +155,11 @@ func TestHolds_HoldBest_NotTogether(t *testing.T) {
 			batch, acct = nil, acct+1
 		}
 	}
-	_, err := env.holdBest(ev.ID, 1, "R", 2)
-	if e := wantError(t, err, boxoffice.ENOTTOGETHER); e.Details["left"] != 50 {
-		t.Errorf("details %v, want left 50", e.Details)
+	for range 2 { // the second answer comes from the hint of the first, in one window
+		_, err := env.holdBest(ev.ID, 1, "R", 2)
+		if e := wantError(t, err, boxoffice.ENOTTOGETHER); e.Details["left"] != 50 {
+			t.Errorf("details %v, want left 50", e.Details)
+		}
 	}
 	if mine, _ := env.myHolds(t, ev.ID, 1); len(mine) != 0 {
 		t.Errorf("account 1 holds %v after not_together, want none", mine)

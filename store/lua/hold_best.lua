@@ -4,8 +4,8 @@
 -- side by side in one row of one grade, in their order along the row. The
 -- script picks, in the first run that has one, the block of quantity free
 -- seats nearest the run's best seat that leaves no single free seat
--- stranded; only when no run considered has such a block does it take the
--- first block that strands one.
+-- stranded; only when allowed to (ARGV[7]) and no run considered has such a
+-- block does it take the first block that strands one.
 -- KEYS[1..9] as hold.lua's: cache marker, sold:{e}, bought:{e},
 -- hold:{e}:{acct}, held:{e}, holder:{e}, claimed:{e}, entry:{e}:{acct},
 -- entry:live:{e}
@@ -13,16 +13,18 @@
 -- order
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
 -- KEYS[1] is cache:complete:{e}, ARGV[5] the session key the entry token
--- must be bound to ('' for no check), ARGV[6] quantity, ARGV[7] number of
--- runs r, then per run its length and the position (from 1) of its best
--- seat (ARGV[8..7+2r]), then the labels of all runs in order.
+-- must be bound to ('' for no check), ARGV[6] quantity, ARGV[7] '1' when a
+-- block may strand a seat, ARGV[8] number of runs r, then per run its
+-- length and the position (from 1) of its best seat (ARGV[9..8+2r]), then
+-- the labels of all runs in order.
 -- Returns {'no_entry', reason} or {'rebuild'} as hold.lua; or {outcome, now
 -- (ms), owned, {label, expiry, ...} of the account's live holds after the
 -- call, ...} with outcome 'limit' (quantity is more than the account may
 -- still hold); 'ok' and then the expiry (ms), {labels held} in their order
--- along the row and how many runs before the one they are in have no block
--- of quantity free seats; or 'none' (no run has one) and then the free
--- seats of the runs.
+-- along the row, how many leading runs have no block of quantity free seats
+-- at all, and the position (from 1) of the run they are in; or 'none' (no
+-- run has a block that may be taken) and then the free seats of the runs
+-- and 1 when a run has a block that strands a seat (0 otherwise).
 -- entry_refusal, prune_holds, seat_state, hold_seat and trim_held come from
 -- hold_shopper.lua.
 local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
@@ -35,8 +37,8 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
-local quantity, runs = tonumber(ARGV[6]), tonumber(ARGV[7])
-local first_key, first_label = 10, 8 + 2 * runs
+local quantity, may_strand, runs = tonumber(ARGV[6]), ARGV[7] == '1', tonumber(ARGV[8])
+local first_key, first_label = 10, 9 + 2 * runs
 
 prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
@@ -73,10 +75,10 @@ local function best_block(free, n, best)
 end
 
 local free_seats, skipped, none_before = 0, 0, true
-local pick, pick_base, fallback, fallback_base
+local pick, pick_base, pick_run, fallback, fallback_base, fallback_run
 local base = 0
 for r = 1, runs do
-  local n, best = tonumber(ARGV[6 + 2 * r]), tonumber(ARGV[7 + 2 * r])
+  local n, best = tonumber(ARGV[7 + 2 * r]), tonumber(ARGV[8 + 2 * r])
   local free = {}
   for k = 1, n do
     local i = base + k
@@ -93,19 +95,23 @@ for r = 1, runs do
   else
     none_before = false
     if not strands then
-      pick, pick_base = start, base
+      pick, pick_base, pick_run = start, base, r
       break
     elseif fallback == nil then
-      fallback, fallback_base = start, base
+      fallback, fallback_base, fallback_run = start, base, r
     end
   end
   base = base + n
 end
-if pick == nil then
-  pick, pick_base = fallback, fallback_base
+if pick == nil and may_strand then
+  pick, pick_base, pick_run = fallback, fallback_base, fallback_run
 end
 if pick == nil then
-  return {'none', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), free_seats}
+  local strands = 0
+  if fallback ~= nil then
+    strands = 1
+  end
+  return {'none', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), free_seats, strands}
 end
 
 local exp = now + ttl
@@ -116,4 +122,4 @@ for k = pick, pick + quantity - 1 do
   held[#held + 1] = ARGV[first_label + i - 1]
 end
 trim_held(KEYS[4], KEYS[5], KEYS[6], now)
-return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), exp, held, skipped}
+return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), exp, held, skipped, pick_run}
