@@ -44,8 +44,10 @@ var refusals = map[string]bool{
 // unknown grade, a quantity that is not a number from 1 to what the fan may
 // still hold ("left"), or "seat" with "grade". htmx: the hold panel with a
 // notice, at the same status. A form: 303 back to the seat map (to the list
-// of the form's "section", if any) with the notice as a flash. A "section"
-// that is not a section of the map: 400, and nothing is held.
+// of the form's "section", or of the held seats' section; after a refused
+// best-available hold, of the grade's first section) with the notice as a
+// flash. A "section" that is not a section of the map: 400, and nothing is
+// held.
 func (s *Server) handleHold(c echo.Context) error {
 	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
@@ -65,7 +67,8 @@ func (s *Server) handleHold(c echo.Context) error {
 		EventID: e.ID, AccountID: sh.AccountID, SessionKey: sh.SessionKey, Limit: e.MaxPerAccount, TTL: e.HoldTTL,
 	}
 	var res boxoffice.HoldResult
-	if form.Has("grade") || form.Has("quantity") {
+	best := form.Has("grade") || form.Has("quantity")
+	if best {
 		res, err = s.holdBest(c.Request().Context(), req, form)
 	} else {
 		res, err = s.Holds.Hold(c.Request().Context(), req, form["seat"])
@@ -84,7 +87,15 @@ func (s *Server) handleHold(c echo.Context) error {
 	if err != nil {
 		notice = views.RefusedNotice(ctx, es.view(e), err)
 	}
-	return s.holdChanged(c, e, es, mine, notice, err, form.Get("section"), form["seat"])
+	seats, section := form["seat"], form.Get("section")
+	if best {
+		// Back to the list of the seats held, or after a refusal to a list
+		// of the grade's seats, where the fan may choose by hand.
+		if seats = res.Held; len(seats) == 0 {
+			section = es.view(e).SectionOfGrade(form.Get("grade"))
+		}
+	}
+	return s.holdChanged(c, e, es, mine, notice, err, section, seats)
 }
 
 // holdBest holds the best seats of the form's "grade" and "quantity"

@@ -105,19 +105,22 @@ func TestHolds_HoldBest(t *testing.T) {
 		c, _ := app.newFan(t, "form@example.com", e.ID)
 		resp := c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"3"}})
 		wantStatus(t, resp, http.StatusSeeOther)
-		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID) {
-			t.Errorf("Location = %q, want the seat map", loc)
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID)+"?section=A#pick" {
+			t.Errorf("Location = %q, want the list of section A, where the seats are", loc)
 		}
-		d := doc(t, c.do("GET", seatsPath(e.ID), nil))
+		d := doc(t, c.do("GET", resp.Header.Get("Location"), nil))
 		if got := testid(d, "hold-notice"); !strings.Contains(got, "You hold 3 seats for") {
 			t.Errorf("notice = %q, want that 3 seats are held", got)
 		}
 		if n := d.Find(`[data-testid=held-seats] li`).Length(); n != 3 {
 			t.Errorf("%d seats in the hold panel, want 3", n)
 		}
-		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"0"}})
+		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"S"}, "quantity": {"0"}})
 		wantStatus(t, resp, http.StatusSeeOther)
-		notice := doc(t, c.do("GET", seatsPath(e.ID), nil)).Find(`[data-testid=hold-notice]`)
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID)+"?section=Box+B#pick" {
+			t.Errorf("Location = %q, want the list of the grade's first section", loc)
+		}
+		notice := doc(t, c.do("GET", resp.Header.Get("Location"), nil)).Find(`[data-testid=hold-notice]`)
 		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "Choose from 1 to 5 seats") {
 			t.Errorf("notice = %q, want the refusal", notice.Text())
 		}

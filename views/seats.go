@@ -193,6 +193,17 @@ func (m *SeatMap) SectionOf(label string) string {
 	return ""
 }
 
+// SectionOfGrade returns the first section, in map order, with seats of
+// grade, or "" when none has.
+func (m *SeatMap) SectionOfGrade(grade string) string {
+	for _, sec := range m.Sections {
+		if slices.Contains(sec.Grades, grade) {
+			return sec.Name
+		}
+	}
+	return ""
+}
+
 // MapRow is one row of a section in the seat list of the page without
 // JavaScript.
 type MapRow struct {
