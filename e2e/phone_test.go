@@ -12,8 +12,9 @@ import (
 	"github.com/playwright-community/playwright-go"
 )
 
-// At a phone's width (390 × 844), in English and in Korean, a fan asks for
-// the best two seats of a grade, adds one seat by hand from the map, pays,
+// At a phone's width (390 × 844), in English and in Korean, with a header
+// on one line, a fan asks for the best two seats of a grade, taps a section
+// of the map open (seats 44 px apart) and adds one seat by hand, pays,
 // and gets tickets fit for the door: the event, venue and start, each seat
 // in words, a QR code per ticket, and a print layout of one ticket a page.
 // Screenshots: e2e/screenshots/<lang>-phone-best, -phone-hand,
@@ -32,6 +33,15 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
 			enter(t, a, page, hall)
 			wantLang(t, page, lang)
+			// The header on one line: the brand and the log-out button side
+			// by side, within the phone's width.
+			brand, err := page.Locator("header nav .brand").BoundingBox()
+			must(t, "measure the brand", err)
+			logout, err := page.GetByTestId("logout").BoundingBox()
+			must(t, "measure the log-out button", err)
+			if logout.Y > brand.Y+brand.Height || logout.X+logout.Width > 390 {
+				t.Errorf("the log-out button is at %+v, the brand at %+v: want them on one line within 390 px", logout, brand)
+			}
 
 			// Best available comes first on the page.
 			first, err := page.Locator("main form").First().GetAttribute("data-testid")
@@ -53,9 +63,22 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			}
 			screenshot(t, page, lang+"-phone-best")
 
-			// One more seat by hand, from the map.
+			// One more seat by hand, from the map: a tap on the section's
+			// outline opens it with seats a finger's width (44 px) apart.
 			n := strconv.Itoa(10 + 2*i)
 			hand := "1층 C-7-" + n
+			_, err = page.Locator(`polygon.section-shape[data-section="1층 C"]`).Evaluate(`el => {
+				const r = el.getBoundingClientRect();
+				el.dispatchEvent(new MouseEvent("click", {bubbles: true, clientX: r.x + r.width / 2, clientY: r.y + r.height / 2}));
+			}`, nil)
+			must(t, "tap the section", err)
+			a1, err := seat(page, "1층 C-7-10").BoundingBox()
+			must(t, "measure a seat", err)
+			a2, err := seat(page, "1층 C-7-11").BoundingBox()
+			must(t, "measure the next seat", err)
+			if d := a2.X - a1.X; d < 44 {
+				t.Errorf("after a tap on the section its seats are %.0f px apart, want at least 44", d)
+			}
 			must(t, "choose "+hand, seat(page, hand).Click())
 			must(t, "hold", page.GetByTestId("hold-submit").Click())
 			must(t, "wait for the 3 held seats", held.Nth(2).WaitFor())

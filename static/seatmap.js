@@ -179,7 +179,8 @@
     }
   });
 
-  // Zoom: buttons, or a click on a section's outline to zoom into it.
+  // Zoom: buttons, a pinch, or a click on a section's outline to zoom into
+  // it.
   var zoom = 1;
   function zoomTo(level, fx, fy) {
     if (fx === undefined) {
@@ -194,9 +195,9 @@
   zoomControls.addEventListener("click", function (e) {
     var b = e.target.closest("[data-zoom]");
     if (!b) return;
-    var at = ZOOMS.indexOf(zoom), how = b.getAttribute("data-zoom");
-    if (how === "in") zoomTo(ZOOMS[Math.min(at + 1, ZOOMS.length - 1)]);
-    else if (how === "out") zoomTo(ZOOMS[Math.max(at - 1, 0)]);
+    var how = b.getAttribute("data-zoom");
+    if (how === "in") zoomTo(ZOOMS.find(function (z) { return z > zoom; }) || Math.max(zoom, ZOOMS[ZOOMS.length - 1]));
+    else if (how === "out") zoomTo(ZOOMS.slice().reverse().find(function (z) { return z < zoom; }) || 1);
     else zoomTo(1, 0.5, 0.5);
   });
 
@@ -207,8 +208,45 @@
       choose(el);
     } else if (el.classList.contains("section-shape")) {
       var r = svg.getBoundingClientRect();
-      zoomTo(Math.max(zoom, 4), (e.clientX - r.left) / r.width, (e.clientY - r.top) / r.height);
+      zoomTo(Math.max(zoom, sectionZoom()), (e.clientX - r.left) / r.width, (e.clientY - r.top) / r.height);
     }
+  });
+
+  // sectionZoom is the zoom at which seats are a finger's width apart (48
+  // CSS pixels: the 44 of a touch target, and a margin), so that a tap on a
+  // section's outline opens it large enough to tap a seat; at least 4.
+  var TARGET = 48, MAX_ZOOM = 24;
+  function sectionZoom() {
+    var pitch = parseFloat(box.getAttribute("data-seat-pitch")) * svg.getScreenCTM().a / zoom;
+    return Math.min(MAX_ZOOM, Math.max(4, TARGET / pitch));
+  }
+
+  // Pinch to zoom with two fingers (pointer events); one finger pans the
+  // map by scrolling its box, as the browser does by itself (touch-action in
+  // seatmap.css leaves pinching to this script).
+  var pointers = new Map(), pinch = null;
+  function spread() {
+    var p = Array.from(pointers.values());
+    return { d: Math.hypot(p[0].x - p[1].x, p[0].y - p[1].y), x: (p[0].x + p[1].x) / 2, y: (p[0].y + p[1].y) / 2 };
+  }
+  box.addEventListener("pointerdown", function (e) {
+    if (e.pointerType !== "touch") return;
+    pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (pointers.size === 2) pinch = { s: spread(), zoom: zoom };
+  });
+  box.addEventListener("pointermove", function (e) {
+    if (!pointers.has(e.pointerId)) return;
+    pointers.set(e.pointerId, { x: e.clientX, y: e.clientY });
+    if (!pinch || pointers.size !== 2) return;
+    var now = spread(), r = host.getBoundingClientRect();
+    var level = Math.min(MAX_ZOOM, Math.max(1, pinch.zoom * now.d / Math.max(pinch.s.d, 1)));
+    zoomTo(level, (now.x - r.left) / r.width, (now.y - r.top) / r.height);
+  });
+  ["pointerup", "pointercancel", "pointerleave"].forEach(function (type) {
+    box.addEventListener(type, function (e) {
+      pointers.delete(e.pointerId);
+      if (pointers.size < 2) pinch = null;
+    });
   });
   list.addEventListener("click", function (e) {
     var b = e.target.closest("[data-remove]");
