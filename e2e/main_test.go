@@ -162,7 +162,7 @@ func TestStartApp_DeletesRedisKeys(t *testing.T) {
 
 func redisKeys(t *testing.T, prefix string) int {
 	t.Helper()
-	keys, err := storetest.MustOpenRedis(t).Client.Keys(context.Background(), prefix+"*").Result()
+	keys, err := storetest.Keys(context.Background(), storetest.MustOpenRedis(t), prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,9 +170,9 @@ func TestQueue_ResetAfterRedisLost(t *testing.T) {
 	must(t, "wait for a pushed state", fan.Locator(`[data-testid="queue-state"]:not([data-bo-rendered])`).WaitFor())
 
 	rdb := storetest.MustOpenRedis(t)
-	keys, err := rdb.Client.Keys(context.Background(), a.RedisPrefix+"*").Result()
+	keys, err := storetest.Keys(context.Background(), rdb, a.RedisPrefix+"*")
 	must(t, "list the app's Redis keys", err)
-	must(t, "delete the app's Redis keys", rdb.Client.Del(context.Background(), keys...).Err())
+	must(t, "delete the app's Redis keys", storetest.DeleteKeys(context.Background(), rdb, keys))
 
 	must(t, "wait for the reset", fan.GetByTestId("queue-reset").WaitFor())
 	if got := text(t, fan, "queue-reset"); !strings.HasPrefix(got, "The line was reset.") {

@@ -34,7 +34,7 @@ func TestChaos_RedisLost(t *testing.T) {
 		lose func(t *testing.T, s *redisChaos)
 	}{
 		{"Flushall", func(t *testing.T, s *redisChaos) {
-			if err := s.app.Redis.Client.FlushAll(context.Background()).Err(); err != nil {
+			if err := storetest.FlushAll(context.Background(), s.app.Redis); err != nil {
 				t.Fatalf("FLUSHALL: %v", err)
 			}
 		}},

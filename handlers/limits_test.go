@@ -15,6 +15,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
 // snapshot is what a refused request must leave as it was: every table's
@@ -35,7 +36,7 @@ func (a *testApp) snapshot(t *testing.T) string {
 		}
 		fmt.Fprintf(&b, "%s %s\n", table, sum)
 	}
-	keys, err := a.Redis.Client.Keys(ctx, "*"+a.Redis.Prefix+"*").Result()
+	keys, err := storetest.Keys(ctx, a.Redis, "*"+a.Redis.Prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -315,11 +315,11 @@ func TestQueue_WaitingRoom(t *testing.T) {
 func (a *testApp) forgetRedis(t *testing.T, pattern string) {
 	t.Helper()
 	ctx := context.Background()
-	keys, err := a.Redis.Client.Keys(ctx, a.Redis.Prefix+pattern).Result()
+	keys, err := storetest.Keys(ctx, a.Redis, a.Redis.Prefix+pattern)
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys %s: %v, %v", pattern, keys, err)
 	}
-	if err := a.Redis.Client.Del(ctx, keys...).Err(); err != nil {
+	if err := storetest.DeleteKeys(ctx, a.Redis, keys); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
 // burst sends n copies of a request at once and counts the answers by
@@ -83,7 +85,7 @@ func TestRateLimit_LoginLongEmail(t *testing.T) {
 	resp := app.newClient(t).do("POST", "/login", url.Values{"email": {long}, "password": {"wrong horse"}}, "Accept: application/json")
 	wantStatus(t, resp, http.StatusUnprocessableEntity)
 	wantErrorCode(t, resp, "invalid")
-	keys, err := app.Redis.Client.Keys(context.Background(), "*"+app.Redis.Prefix+"*").Result()
+	keys, err := storetest.Keys(context.Background(), app.Redis, "*"+app.Redis.Prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure PostgreSQL and Redis answer, and prints the DATABASE_URL and
-# REDIS_URL to use as shell assignments (the Makefile evals them).
+# REDIS_URL to use as shell assignments (the Makefile evals them). With the
+# argument "cluster" it also makes sure a local 3-master Redis Cluster answers
+# and prints its URL as REDIS_CLUSTER_URL (the tests that run on a cluster
+# read it).
 #
 # For each service: if something answers at the configured address (the
 # defaults are 127.0.0.1:5432 and 127.0.0.1:6379), it is used. Otherwise, if
@@ -94,6 +97,72 @@ ensure_redis() {
   REDIS_URL="redis://127.0.0.1:$port/0"
 }
 
+# cluster_ok PORT: true if the node at PORT says the cluster is ok.
+cluster_ok() { redis-cli -p "$1" cluster info 2>/dev/null | grep -q '^cluster_state:ok'; }
+
+# ensure_cluster: a private Redis Cluster of 3 masters (no replicas) under
+# .data/cluster, each node on a free port whose cluster bus port (+10000) is
+# free too, both below the kernel's ephemeral ports (32768 and up, where an
+# outgoing connection may hold a port that nothing listens on); reused by
+# later runs while every node answers and it is ok.
+ensure_cluster() {
+  local dir="$DATA/cluster" ports=() p
+  if [ -f "$dir/ports" ]; then
+    read -r -a ports <"$dir/ports"
+    local ok=1
+    for p in "${ports[@]}"; do cluster_ok "$p" || ok=0; done
+    if [ "$ok" = 1 ] && [ "${#ports[@]}" = 3 ]; then cluster_url "${ports[@]}"; return; fi
+    stop_cluster
+  fi
+  command -v redis-server >/dev/null || { can_apt || { say "redis-server is not installed: install Redis 7 (the redis-server package)"; exit 1; }; apt_install redis-server; }
+  ports=()
+  while [ "${#ports[@]}" -lt 3 ]; do
+    p=$((20000 + RANDOM % 2700))
+    answers 127.0.0.1 "$p" || answers 127.0.0.1 $((p + 10000)) || [[ " ${ports[*]} " == *" $p "* ]] || ports+=("$p")
+  done
+  say "starting a private 3-master Redis Cluster on 127.0.0.1:${ports[*]}"
+  for p in "${ports[@]}"; do
+    mkdir -p "$dir/$p"
+    redis-server --port "$p" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+      --pidfile "$dir/$p/redis.pid" --dir "$dir/$p" --logfile "$dir/$p/log" >/dev/null
+  done
+  for p in "${ports[@]}"; do
+    for _ in $(seq 1 50); do answers 127.0.0.1 "$p" && break; sleep 0.1; done
+  done
+  local addrs=()
+  for p in "${ports[@]}"; do addrs+=("127.0.0.1:$p"); done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$dir/create.log" 2>&1 \
+    || { say "redis-cli --cluster create failed: $(tr '\n' ' ' <"$dir/create.log")"; stop_cluster; exit 1; }
+  for _ in $(seq 1 100); do
+    local ok=1
+    for p in "${ports[@]}"; do cluster_ok "$p" || ok=0; done
+    [ "$ok" = 1 ] && break
+    sleep 0.1
+  done
+  echo "${ports[*]}" >"$dir/ports"
+  cluster_url "${ports[@]}"
+}
+
+# stop_cluster: stops the private cluster's nodes and forgets them.
+stop_cluster() {
+  local f
+  for f in "$DATA"/cluster/*/redis.pid; do
+    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+  done
+  rm -rf "$DATA/cluster"
+}
+
+cluster_url() { REDIS_CLUSTER_URL="redis://127.0.0.1:$1?addr=127.0.0.1:$2&addr=127.0.0.1:$3"; }
+
+case "${1:-}" in
+stop-cluster) stop_cluster; exit 0 ;;
+esac
 ensure_postgres
 ensure_redis
-echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL'"
+if [ "${1:-}" = cluster ]; then
+  ensure_cluster
+  echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL' REDIS_CLUSTER_URL='$REDIS_CLUSTER_URL'"
+else
+  echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL'"
+fi

@@ -63,7 +63,8 @@ func NewQueueMetrics(reg prometheus.Registerer) (*QueueMetrics, error) {
 // value is Instance) reads the open queues and admits; and each event's
 // admission script refuses a tick already admitted, so no fan is admitted
 // twice even if a lock expires. Ticks are numbered from Redis's clock
-// (boxoffice.TickIndex), so instances agree on them. Queue.Metrics, if not
+// (boxoffice.TickIndex, Redis.Time: one clock on a cluster too), so
+// instances agree on them. Queue.Metrics, if not
 // nil, counts the ticks this admitter took.
 type Admitter struct {
 	Queue  *Queue
@@ -166,7 +167,7 @@ func (a *Admitter) Run(ctx context.Context) error {
 	for {
 		wait := every
 		asked := time.Now()
-		now, err := a.Queue.Redis.Client.Time(ctx).Result()
+		now, err := a.Queue.Redis.Time(ctx)
 		switch {
 		case ctx.Err() != nil:
 			return nil

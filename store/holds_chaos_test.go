@@ -83,7 +83,7 @@ func TestChaos_HoldsPostgresDown(t *testing.T) {
 		if n := env.R.Client.Exists(ctx, ready).Val(); n != 0 {
 			t.Errorf("round %d: the cache was marked fresh while PostgreSQL was down", r)
 		}
-		if keys := env.R.Client.Keys(ctx, env.R.Key("cache:loading:*")).Val(); len(keys) != 0 {
+		if keys, _ := storetest.Keys(ctx, env.R, env.R.Key("cache:loading:*")); len(keys) != 0 {
 			t.Errorf("round %d: %d keys of failed loads left in Redis", r, len(keys))
 		}
 

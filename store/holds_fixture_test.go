@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -127,16 +128,12 @@ func sellSeats(tb testing.TB, db *store.DB, eventID, accountID int64, labels ...
 func forgetRedis(tb testing.TB, r *store.Redis) {
 	tb.Helper()
 	ctx := context.Background()
-	keys, err := r.Client.Keys(ctx, r.Prefix+"*").Result()
+	keys, err := storetest.Keys(ctx, r, r.Prefix+"*")
 	if err != nil {
 		tb.Fatalf("list test keys: %v", err)
 	}
-	for len(keys) > 0 {
-		n := min(len(keys), 1000)
-		if err := r.Client.Unlink(ctx, keys[:n]...).Err(); err != nil {
-			tb.Fatalf("delete test keys: %v", err)
-		}
-		keys = keys[n:]
+	if err := storetest.DeleteKeys(ctx, r, keys); err != nil {
+		tb.Fatalf("delete test keys: %v", err)
 	}
 }
 

@@ -171,7 +171,7 @@ func TestHolds_Hold(t *testing.T) {
 	})
 
 	t.Run("ErrBadSeat", func(t *testing.T) {
-		before, _ := env.R.Client.Keys(ctx, env.R.Prefix+"*").Result()
+		before, _ := storetest.Keys(ctx, env.R, env.R.Prefix+"*")
 		tests := []struct {
 			name   string
 			labels []string
@@ -195,7 +195,7 @@ func TestHolds_Hold(t *testing.T) {
 				}
 			})
 		}
-		after, _ := env.R.Client.Keys(ctx, env.R.Prefix+"*").Result()
+		after, _ := storetest.Keys(ctx, env.R, env.R.Prefix+"*")
 		slices.Sort(before)
 		slices.Sort(after)
 		if !slices.Equal(before, after) {
@@ -592,7 +592,7 @@ func TestHolds_Hold_LostDuringLoad(t *testing.T) {
 	if st := env.statuses(t, ev.ID, buyer); st.Owned != 1 || st.Status(seat) != boxoffice.SeatSold {
 		t.Errorf("after the reload: owned %d, %s %q; want 1, sold", st.Owned, seat, st.Status(seat))
 	}
-	if keys, err := env.R.Client.Keys(ctx, env.R.Prefix+"cache:loading:*").Result(); err != nil || len(keys) != 0 {
+	if keys, err := storetest.Keys(ctx, env.R, env.R.Prefix+"cache:loading:*"); err != nil || len(keys) != 0 {
 		t.Errorf("load keys left: %v, %v", keys, err)
 	}
 }

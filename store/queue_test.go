@@ -1009,11 +1009,11 @@ func TestQueue_Reset(t *testing.T) {
 	}
 
 	// What FLUSHALL does to this test's keys.
-	keys, err := q.Redis.Client.Keys(ctx, q.Redis.Prefix+"*").Result()
+	keys, err := storetest.Keys(ctx, q.Redis, q.Redis.Prefix+"*")
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys under the prefix: %v, %v", keys, err)
 	}
-	if err := q.Redis.Client.Del(ctx, keys...).Err(); err != nil {
+	if err := storetest.DeleteKeys(ctx, q.Redis, keys); err != nil {
 		t.Fatal(err)
 	}
 

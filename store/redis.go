@@ -2,8 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -12,25 +16,71 @@ import (
 // Redis is the Redis side of the store: a client, a key prefix and a clock.
 // Every key the store writes starts with Prefix, so that tests (and several
 // deployments) can share one server. Keys of one event carry the hash tag
-// {eventID} so that a Redis Cluster keeps them in one slot.
+// {eventID} so that a Redis Cluster keeps them in one slot. Client is a
+// *redis.Client for one server or a *redis.ClusterClient for a cluster.
 type Redis struct {
-	Client *redis.Client
+	Client redis.UniversalClient
 	Prefix string
 	Now    func() time.Time
 }
 
-// NewRedis returns a client of the Redis at rawURL (redis://host:port/db)
-// whose keys all start with prefix. It does not connect: the client dials on
-// first use and again after Redis comes back.
-func NewRedis(rawURL, prefix string) (*Redis, error) {
-	opt, err := redis.ParseURL(rawURL)
-	if err != nil {
-		return nil, fmt.Errorf("parse REDIS_URL: %w", err)
+// ParseRedisURL checks REDIS_URL and returns the options of its client:
+// redis://[user:password@]host:port/db names one server (one is non-nil),
+// and redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3
+// names a Redis Cluster by its seeds (cluster is non-nil). A cluster has
+// only database 0, so a URL that names a database (a path or db=) and a
+// seed (addr=) mixes the forms and is refused. Errors name REDIS_URL.
+func ParseRedisURL(rawURL string) (one *redis.Options, cluster *redis.ClusterOptions, err error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+		return nil, nil, errors.New("REDIS_URL: want redis://host:port/db for one server or redis://host:port?addr=host2:port2&addr=host3:port3 for a cluster")
 	}
-	return &Redis{Client: redis.NewClient(opt), Prefix: prefix, Now: time.Now}, nil
+	q := u.Query()
+	if !q.Has("addr") {
+		if one, err = redis.ParseURL(rawURL); err != nil {
+			return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+		}
+		return one, nil, nil
+	}
+	if (u.Path != "" && u.Path != "/") || q.Has("db") {
+		return nil, nil, errors.New("REDIS_URL: a cluster URL (with addr= seeds) names no database: a Redis Cluster has only database 0, so drop the /db path and db=")
+	}
+	if cluster, err = redis.ParseClusterURL(rawURL); err != nil {
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	return nil, cluster, nil
 }
 
-// OpenRedis is NewRedis followed by a check that Redis answers within ctx.
+// CheckRedisPrefix refuses a REDIS_PREFIX with a brace: the store's keys
+// carry hash tags ({eventID}), and a brace in the prefix would become the
+// tag and put every key in one Redis Cluster slot (or split an event's keys).
+func CheckRedisPrefix(prefix string) error {
+	if strings.ContainsAny(prefix, "{}") {
+		return fmt.Errorf("REDIS_PREFIX: must not contain { or } (they would become the Redis Cluster hash tag of every key), got %q", prefix)
+	}
+	return nil
+}
+
+// NewRedis returns a client of the Redis (or the Redis Cluster) at rawURL
+// (ParseRedisURL) whose keys all start with prefix (CheckRedisPrefix). It
+// does not connect: the client dials on first use and again after Redis
+// comes back.
+func NewRedis(rawURL, prefix string) (*Redis, error) {
+	if err := CheckRedisPrefix(prefix); err != nil {
+		return nil, err
+	}
+	one, cluster, err := ParseRedisURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	if cluster != nil {
+		return &Redis{Client: redis.NewClusterClient(cluster), Prefix: prefix, Now: time.Now}, nil
+	}
+	return &Redis{Client: redis.NewClient(one), Prefix: prefix, Now: time.Now}, nil
+}
+
+// OpenRedis is NewRedis followed by a check that Redis answers within ctx
+// (Ping).
 func OpenRedis(ctx context.Context, rawURL, prefix string) (*Redis, error) {
 	r, err := NewRedis(rawURL, prefix)
 	if err != nil {
@@ -43,6 +93,26 @@ func OpenRedis(ctx context.Context, rawURL, prefix string) (*Redis, error) {
 	return r, nil
 }
 
+// CheckSeeds pings each seed of a cluster URL on its own (a seed that does
+// not answer within ctx is an error naming REDIS_URL and the seed), so that
+// a typo in one seed is found at start-up rather than when the others are
+// down. A one-server URL has no seeds: nil.
+func CheckSeeds(ctx context.Context, rawURL string) error {
+	_, cluster, err := ParseRedisURL(rawURL)
+	if err != nil || cluster == nil {
+		return err
+	}
+	var errs []error
+	for _, addr := range cluster.Addrs {
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: cluster.Username, Password: cluster.Password, TLSConfig: cluster.TLSConfig, MaxRetries: -1})
+		if err := c.Ping(ctx).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("REDIS_URL: the cluster seed %s does not answer: %w", addr, err))
+		}
+		c.Close()
+	}
+	return errors.Join(errs...)
+}
+
 // Close closes the client.
 func (r *Redis) Close() error { return r.Client.Close() }
 
@@ -51,8 +121,57 @@ func (r *Redis) Key(format string, args ...any) string {
 	return r.Prefix + fmt.Sprintf(format, args...)
 }
 
-// Ping checks that Redis answers.
-func (r *Redis) Ping(ctx context.Context) error { return r.Client.Ping(ctx).Err() }
+// Ping checks that Redis answers. On a cluster every master must answer
+// PING and report cluster_state:ok (CLUSTER INFO): with any slot unserved,
+// some events' requests would fail.
+func (r *Redis) Ping(ctx context.Context) error {
+	cc, ok := r.Client.(*redis.ClusterClient)
+	if !ok {
+		return r.Client.Ping(ctx).Err()
+	}
+	var mu sync.Mutex
+	var errs []error
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		info, err := node.ClusterInfo(ctx).Result()
+		if err == nil && !strings.Contains(info, "cluster_state:ok") {
+			err = errors.New("cluster_state is not ok")
+		}
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("master %s: %w", node.Options().Addr, err))
+			mu.Unlock()
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+// ForEachMaster runs fn on the one server, or on every master of a cluster
+// at once: commands without keys (SCAN, FLUSHALL, TIME) see one node only.
+func (r *Redis) ForEachMaster(ctx context.Context, fn func(ctx context.Context, node *redis.Client) error) error {
+	switch c := r.Client.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	default:
+		return fmt.Errorf("redis client %T: neither one server nor a cluster", c)
+	}
+}
+
+// Time returns Redis's clock from one place: the server, or on a cluster
+// the master of the admitter's clock key, so that ticks are numbered from
+// one clock however many masters there are.
+func (r *Redis) Time(ctx context.Context) (time.Time, error) {
+	if cc, ok := r.Client.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, r.Key("admit:clock"))
+		if err != nil {
+			return time.Time{}, fmt.Errorf("the master of the clock: %w", err)
+		}
+		return node.Time(ctx).Result()
+	}
+	return r.Client.Time(ctx).Result()
+}
 
 // entryKey is entry:{e}:<account>, the account's entry token for the event,
 // "<token>|<session key>", expiring with the token (store.Queue). The hold

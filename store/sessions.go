@@ -47,7 +47,10 @@ var (
 //   - Run also keeps a sentinel key, <prefix>session:epoch, with a random
 //     value set once (SETNX): when Redis loses its data (FLUSHALL, a restart
 //     without persistence) the value changes or goes, and every copy is
-//     dropped at the next check.
+//     dropped at the next check. On a Redis Cluster there is one sentinel
+//     per master (sentinelKeys), since each master may lose its data alone.
+//   - PUBLISH reaches every node of a Redis Cluster (the cluster bus
+//     forwards it), so the subscription may be on any node.
 //
 // Without Run, nothing is copied: every Find reads Redis. The copy holds at
 // most MaxCopies sessions (the least recently used go first). It is safe
@@ -433,13 +436,18 @@ func (s *Sessions) checkOnce(ctx context.Context) {
 	// A Redis that does not answer within a period counts as unreachable.
 	ctx, cancel := context.WithTimeout(ctx, SessionCheckEvery)
 	defer cancel()
-	var get *redis.StringCmd
-	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.SetNX(ctx, s.sentinel, hex.EncodeToString(candidate), 0)
-		get = p.Get(ctx, s.sentinel)
-		p.Publish(ctx, s.channel, ping)
-		return nil
-	})
+	sentinels, err := s.sentinelKeys(ctx)
+	gets := make([]*redis.StringCmd, len(sentinels))
+	if err == nil {
+		_, err = s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range sentinels {
+				p.SetNX(ctx, k, hex.EncodeToString(candidate), 0)
+				gets[i] = p.Get(ctx, k)
+			}
+			p.Publish(ctx, s.channel, ping)
+			return nil
+		})
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -447,10 +455,50 @@ func (s *Sessions) checkOnce(ctx context.Context) {
 		s.dropAll(dropUnreachable)
 		return
 	}
-	if epoch := get.Val(); epoch != s.epoch {
+	values := make([]string, len(gets))
+	for i, g := range gets {
+		values[i] = g.Val()
+	}
+	if epoch := strings.Join(values, ","); epoch != s.epoch {
 		s.dropAll(dropDataLost)
 		s.epoch = epoch
 	}
+}
+
+// sentinelKeys returns the sentinel key of one server, or on a cluster one
+// sentinel key per master (<prefix>session:epoch:{n}, with the first n whose
+// slot that master serves, found from the client's copy of the slot map
+// without a round trip): a master that loses its data loses the sessions
+// of its slots only, and its own sentinel says so.
+func (s *Sessions) sentinelKeys(ctx context.Context) ([]string, error) {
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return []string{s.sentinel}, nil
+	}
+	var mu sync.Mutex
+	masters := map[string]bool{}
+	if err := cc.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		masters[node.Options().Addr] = true
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var keys []string
+	for n := 0; len(seen) < len(masters) && n < 1<<16; n++ {
+		k := s.sentinel + ":{" + strconv.Itoa(n) + "}"
+		node, err := cc.MasterForKey(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if addr := node.Options().Addr; masters[addr] && !seen[addr] {
+			seen[addr] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // sessionCodec is Sessions' scs.Codec.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/views"
 )
 
@@ -19,7 +20,7 @@ type Config struct {
 	Addr          string        // ADDR: listen address, host:port
 	BaseURL       string        // BASE_URL: the site's public URL; cookies are Secure when https
 	DatabaseURL   string        // DATABASE_URL: postgres://...
-	RedisURL      string        // REDIS_URL: redis://host:port/db
+	RedisURL      string        // REDIS_URL: redis://host:port/db, or a cluster: redis://host:port?addr=host2:port2
 	RedisPrefix   string        // REDIS_PREFIX: prepended to every Redis key
 	PGProvider    string        // PG_PROVIDER: "sandbox" (built in) or "toss"
 	PGBaseURL     string        // PG_BASE_URL: the PG API's base URL
@@ -87,8 +88,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		bad("DATABASE_URL", "want postgres://user@host:port/database, got %q", redact(c.DatabaseURL))
 	}
-	if u, err := url.Parse(c.RedisURL); err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-		bad("REDIS_URL", "want redis://host:port/db, got %q", redact(c.RedisURL))
+	if _, _, err := store.ParseRedisURL(c.RedisURL); err != nil {
+		errs = append(errs, fmt.Errorf("%w, got %q", err, redact(c.RedisURL)))
+	}
+	if err := store.CheckRedisPrefix(c.RedisPrefix); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.PGProvider {
 	case "sandbox":

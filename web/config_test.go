@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,17 @@ func TestLoadConfig_Defaults(t *testing.T) {
 		c.PGBaseURL != "http://localhost:8080/sandbox-pg" || c.AdmissionTick != time.Second || !c.RateLimits ||
 		c.PaymentWindow != 10*time.Minute || c.PprofAddr != "" || c.ReconcileInterval != 30*time.Second || c.DefaultLang != "ko" {
 		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestLoadConfig_RedisCluster(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=127.0.0.1:7002"}))
+	if err != nil {
+		t.Fatalf("LoadConfig(cluster URL) = %v, want it accepted", err)
+	}
+	_, cluster, err := store.ParseRedisURL(c.RedisURL)
+	if err != nil || cluster == nil || !slices.Equal(cluster.Addrs, []string{"127.0.0.1:7000", "127.0.0.1:7001", "127.0.0.1:7002"}) {
+		t.Fatalf("ParseRedisURL(%q) = %+v, %v; want three seeds", c.RedisURL, cluster, err)
 	}
 }
 
@@ -54,6 +66,10 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"RECONCILE_INTERVAL": "often"}, []string{"RECONCILE_INTERVAL"}},
 		{map[string]string{"DEFAULT_LANG": "fr"}, []string{"DEFAULT_LANG"}},
 		{map[string]string{"DEFAULT_LANG": "ko-KR"}, []string{"DEFAULT_LANG"}},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:7000/0?addr=127.0.0.1:7001"}, []string{"REDIS_URL"}},
+		{map[string]string{"REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&db=2"}, []string{"REDIS_URL"}},
+		{map[string]string{"REDIS_PREFIX": "bo:{x}:"}, []string{"REDIS_PREFIX"}},
+		{map[string]string{"REDIS_PREFIX": "bo}"}, []string{"REDIS_PREFIX"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))

@@ -47,7 +47,9 @@ func (r redisLogger) Printf(ctx context.Context, format string, v ...any) {
 
 // openStores opens PostgreSQL (creating and migrating the database, waiting
 // up to 30 s for the server to answer) and Redis (which may still be down:
-// /readyz reports it, and requests that need it answer 503).
+// /readyz reports it, and requests that need it answer 503; but every seed
+// of a cluster URL must answer within 5 s, so that a wrong seed is found at
+// once).
 func openStores(ctx context.Context, cfg Config, logger *slog.Logger) (*store.DB, *store.Redis, error) {
 	var db *store.DB
 	var err error
@@ -68,6 +70,13 @@ func openStores(ctx context.Context, cfg Config, logger *slog.Logger) (*store.DB
 	rdb, err := store.NewRedis(cfg.RedisURL, cfg.RedisPrefix)
 	if err != nil {
 		db.Close()
+		return nil, nil, err
+	}
+	seeds, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := store.CheckSeeds(seeds, cfg.RedisURL); err != nil {
+		db.Close()
+		rdb.Close()
 		return nil, nil, err
 	}
 	if err := rdb.Ping(ctx); err != nil {

@@ -184,7 +184,7 @@ func TestChaos_TwoInstances(t *testing.T) {
 // number their ticks by.
 func redisTime(t *testing.T, s *sale) time.Time {
 	t.Helper()
-	now, err := s.Redis.Client.Time(context.Background()).Result()
+	now, err := s.Redis.Time(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,15 +197,15 @@ func lockHolders(t *testing.T, s *sale) map[string]int {
 	t.Helper()
 	ctx := context.Background()
 	out := map[string]int{}
-	iter := s.Redis.Client.Scan(ctx, 0, s.Redis.Key("admit:lock:*"), 1000).Iterator()
-	for iter.Next(ctx) {
-		v, err := s.Redis.Client.Get(ctx, iter.Val()).Result()
+	keys, err := storetest.Keys(ctx, s.Redis, s.Redis.Key("admit:lock:*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		v, err := s.Redis.Client.Get(ctx, k).Result()
 		if err == nil {
 			out[v]++
 		}
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

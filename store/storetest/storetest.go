@@ -20,6 +20,7 @@ import (
 	"github.com/boxoffice/boxoffice/migrations"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 )
 
 // Defaults match the development machines and CONTRACT.md.
@@ -133,6 +134,45 @@ func MustOpenDB(tb testing.TB) *store.DB {
 	return db
 }
 
+// Keys returns the keys that match pattern on the one server or on every
+// master of a cluster (SCAN on each).
+func Keys(ctx context.Context, r *store.Redis, pattern string) ([]string, error) {
+	var mu sync.Mutex
+	var keys []string
+	err := r.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, pattern, 1000).Iterator()
+		var mine []string
+		for iter.Next(ctx) {
+			mine = append(mine, iter.Val())
+		}
+		mu.Lock()
+		keys = append(keys, mine...)
+		mu.Unlock()
+		return iter.Err()
+	})
+	return keys, err
+}
+
+// DeleteKeys deletes keys with one UNLINK per key, pipelined: on a cluster
+// they may live in many slots, which one multi-key command refuses.
+func DeleteKeys(ctx context.Context, r *store.Redis, keys []string) error {
+	_, err := r.Client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Unlink(ctx, k)
+		}
+		return nil
+	})
+	return err
+}
+
+// FlushAll empties the one server or every master of a cluster, as Redis
+// losing its data does.
+func FlushAll(ctx context.Context, r *store.Redis) error {
+	return r.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		return node.FlushAll(ctx).Err()
+	})
+}
+
 // MustOpenRedis connects to the test Redis with a key prefix of its own
 // ("test:<random>:"); the keys under it are deleted when tb ends.
 func MustOpenRedis(tb testing.TB) *store.Redis {
@@ -143,15 +183,12 @@ func MustOpenRedis(tb testing.TB) *store.Redis {
 	}
 	tb.Cleanup(func() {
 		ctx := context.Background()
-		iter := r.Client.Scan(ctx, 0, r.Prefix+"*", 1000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			keys = append(keys, iter.Val())
+		keys, err := Keys(ctx, r, r.Prefix+"*")
+		if err != nil {
+			tb.Logf("list the test's Redis keys: %v", err)
 		}
-		for len(keys) > 0 {
-			n := min(len(keys), 500)
-			r.Client.Unlink(ctx, keys[:n]...)
-			keys = keys[n:]
+		if err := DeleteKeys(ctx, r, keys); err != nil {
+			tb.Logf("delete the test's Redis keys: %v", err)
 		}
 		r.Close()
 	})
