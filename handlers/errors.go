@@ -59,9 +59,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 	err = s.fromEcho(err)
 	code, status := boxoffice.ErrorCode(err), s.statusOf(err)
 	if status == http.StatusServiceUnavailable {
-		s.Logger.Warn("service unavailable", "path", c.Request().URL.Path, "err", err)
+		s.Logger.Warn("service unavailable", "path", c.Request().URL.Path, "client", c.RealIP(), "err", err)
 	} else if status >= 500 {
-		s.Logger.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "status", status, "err", err)
+		s.Logger.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "client", c.RealIP(), "status", status, "err", err)
 	}
 	ctx := c.Request().Context()
 	if status == http.StatusServiceUnavailable {

@@ -40,9 +40,9 @@ var (
 	joinLimits   = []limitRule{{"join:account", 30, byAccount}, {"join:ip", 1200, byAddress}}
 )
 
-// byAddress keys a rule by the client's address: the connection's peer
-// (Server.Handler sets echo.ExtractIPDirect; X-Forwarded-For is not
-// trusted).
+// byAddress keys a rule by the client's address: the connection's peer, or
+// behind a trusted load balancer the address it forwarded
+// (Server.TrustedProxies).
 func byAddress(c echo.Context) string { return c.RealIP() }
 
 // byEmailAndAddress keys a rule by the e-mail address typed (its
@@ -73,8 +73,11 @@ func byAccount(c echo.Context) string {
 
 // rateLimit refuses a request over any of the rules' allowances with 429
 // and Retry-After (whole seconds). Without a limiter (RATE_LIMITS=off) it
-// lets everything through; when Redis cannot be asked it lets the request
-// through too, since the request itself will then meet the outage.
+// lets everything through. When the limiter cannot ask Redis it fails
+// closed: the request is answered 503 (errServiceDown) and the failure is
+// logged at error level, never taken as a pass, so that a Redis that
+// refuses the limiter's commands (a cluster's MOVED, an engine without Lua)
+// cannot switch the limits off unseen.
 func (s *Server) rateLimit(rules []limitRule) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.Limiter == nil {
@@ -88,8 +91,8 @@ func (s *Server) rateLimit(rules []limitRule) echo.MiddlewareFunc {
 				}
 				wait, err := s.Limiter.Allow(c.Request().Context(), r.name+":"+key, r.perMinute)
 				if err != nil {
-					s.Logger.Warn("rate limiter unavailable", "err", err)
-					break
+					s.Logger.Error("rate limiter unavailable: request refused", "rule", r.name, "err", err)
+					return errServiceDown
 				}
 				if wait > 0 {
 					c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))

@@ -1,8 +1,10 @@
 package handlers_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -12,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxoffice/boxoffice/handlers"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/redis/go-redis/v9"
 )
 
 // burst sends n copies of a request at once and counts the answers by
@@ -163,4 +168,87 @@ func TestRateLimit_Join(t *testing.T) {
 	wantStatus(t, other.do("POST", path, url.Values{}, "Accept: application/json"), http.StatusOK)
 	position(t, c, path+"/status", "waiting", 1)
 	position(t, other, path+"/status", "waiting", 2)
+}
+
+// withTrustedProxy trusts X-Forwarded-For from 127.0.0.1, the address of
+// newClient's connections, as from a load balancer.
+func withTrustedProxy(s *handlers.Server) {
+	s.TrustedProxies = []*net.IPNet{{IP: net.IPv4(127, 0, 0, 1).To4(), Mask: net.CIDRMask(32, 32)}}
+}
+
+// Behind a trusted load balancer the per-address limits count each fan's
+// own address, as the balancer forwards it; a peer that is not trusted
+// counts as itself, whatever X-Forwarded-For it sends.
+func TestRateLimit_TrustedProxies(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, withRateLimits, withTrustedProxy)
+
+	// 60 fans behind the balancer, each from an address of its own: none is limited.
+	statuses, _, _ := burst(t, 60, func(i int) *http.Response {
+		return app.newClient(t).do("POST", "/signup", signupForm(fmt.Sprintf("fan%d@example.com", i), "correct horse", "Fan"),
+			fmt.Sprintf("X-Forwarded-For: 198.51.100.%d", i+1))
+	})
+	if statuses[http.StatusSeeOther] != 60 {
+		t.Fatalf("60 fans from 60 forwarded addresses got %v, want 60 sign-ups", statuses)
+	}
+	// One address behind the balancer (its own entry first, as a client may send one) meets its allowance.
+	statuses, retry, took := burst(t, 60, func(i int) *http.Response {
+		return app.newClient(t).do("POST", "/signup", signupForm(fmt.Sprintf("bot%d@example.com", i), "correct horse", "Bot"),
+			fmt.Sprintf("X-Forwarded-For: 10.9.%d.1, 203.0.113.9", i))
+	})
+	wantLimited(t, statuses, retry, took, http.StatusSeeOther, 20)
+
+	// A peer that is not trusted forges X-Forwarded-For in vain.
+	statuses, retry, took = burst(t, 60, func(i int) *http.Response {
+		return app.newClientFrom(t, "127.0.0.2").do("POST", "/signup", signupForm(fmt.Sprintf("forger%d@example.com", i), "correct horse", "Forger"),
+			fmt.Sprintf("X-Forwarded-For: 192.0.2.%d", i+1))
+	})
+	wantLimited(t, statuses, retry, took, http.StatusSeeOther, 20)
+}
+
+// A limiter that cannot reach Redis refuses the request (503, with the
+// catalog's sentence) and logs at error level: the limits are never off
+// unseen.
+func TestRateLimit_FailsClosed(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := ln.Addr().String()
+	ln.Close()
+	app := newTestApp(t, func(s *handlers.Server) {
+		dead := &store.Redis{Client: redis.NewClient(&redis.Options{Addr: deadAddr, MaxRetries: -1}), Prefix: "dead:"}
+		t.Cleanup(func() { dead.Close() })
+		s.Limiter = store.NewRateLimiter(dead)
+		s.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	resp := app.newClient(t).do("POST", "/signup", signupForm("fan@example.com", "correct horse", "Fan"), "Accept: application/json")
+	wantStatus(t, resp, http.StatusServiceUnavailable)
+	wantErrorCode(t, resp, "unavailable")
+	if n := app.countAccounts(t); n != 0 {
+		t.Errorf("%d accounts written while the limiter could not count, want none", n)
+	}
+	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "rate limiter unavailable") {
+		t.Errorf("log = %q, want an error-level line about the rate limiter", l)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger's concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

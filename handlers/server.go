@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -47,6 +48,13 @@ type Server struct {
 	LiveEvents EventReader
 	Queue      boxoffice.QueueService
 	Holds      boxoffice.HoldService
+	// TrustedProxies are the load balancers (TRUSTED_PROXIES) whose
+	// X-Forwarded-For is believed: a request whose peer is in one of them
+	// is taken to come from the last address in the header that is not
+	// (echo.ExtractIPFromXFFHeader); any other peer's header is ignored.
+	// Every per-address rule and log line uses the address so found. None
+	// (the default) trusts no header: the peer is the client.
+	TrustedProxies []*net.IPNet
 	// Limiter enforces the rate limits on sign-up, log-in and joining; nil
 	// turns them off (RATE_LIMITS=off, for load tests from one address).
 	Limiter boxoffice.RateLimiter
@@ -111,6 +119,21 @@ type Server struct {
 	PGCurrencies []string
 }
 
+// ipExtractor finds the client's address: the peer's, unless the peer is
+// one of TrustedProxies, whose X-Forwarded-For is then read from the right,
+// skipping the trusted proxies (and only those: loopback, link-local and
+// private addresses are not trusted for being so).
+func (s *Server) ipExtractor() echo.IPExtractor {
+	if len(s.TrustedProxies) == 0 {
+		return echo.ExtractIPDirect() // X-Forwarded-For is not trusted: anyone can send it
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, n := range s.TrustedProxies {
+		opts = append(opts, echo.TrustIPRange(n))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
 // Handler builds the route table and returns the HTTP handler.
 func (s *Server) Handler() http.Handler {
 	if s.Now == nil {
@@ -123,7 +146,7 @@ func (s *Server) Handler() http.Handler {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.IPExtractor = echo.ExtractIPDirect() // X-Forwarded-For is not trusted: anyone can send it
+	e.IPExtractor = s.ipExtractor()
 	s.Sessions.ErrorFunc = func(w http.ResponseWriter, r *http.Request, err error) {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	// instance (0: no cap)
 	StreamsPerSession, StreamsPerAddress int
 
+	// TRUSTED_PROXIES: comma-separated CIDRs of the load balancers whose
+	// X-Forwarded-For is believed (handlers.Server.TrustedProxies); none
+	// by default. A bare address counts as its /32 or /128.
+	TrustedProxies []*net.IPNet
+
 	// RECONCILE_INTERVAL: how often the reconciler settles the payments
 	// that the PG's redirect and webhook left undone; it paces the
 	// reconciler's look-ups at the PG too (newCheckout).
@@ -159,6 +164,23 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.ReconcileInterval, err = time.ParseDuration(reconcile); err != nil || c.ReconcileInterval < time.Second || c.ReconcileInterval > 5*time.Minute {
 		bad("RECONCILE_INTERVAL", "want a duration from 1s to 5m such as 30s, got %q", reconcile)
 	}
+	for _, v := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		if !strings.Contains(v, "/") {
+			if ip := net.ParseIP(v); ip != nil && ip.To4() != nil {
+				v += "/32"
+			} else {
+				v += "/128"
+			}
+		}
+		if _, n, err := net.ParseCIDR(v); err != nil {
+			bad("TRUSTED_PROXIES", "want comma-separated CIDRs of the load balancers such as 10.0.0.0/24,192.168.1.7, got %q", strings.TrimSuffix(strings.TrimSuffix(v, "/32"), "/128"))
+		} else {
+			c.TrustedProxies = append(c.TrustedProxies, n)
+		}
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("bad configuration:\n  %w", joinLines(errs))
 	}
@@ -173,7 +195,7 @@ func (c Config) LogAttrs() []any {
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
 		"streams_per_session", c.StreamsPerSession, "streams_per_address", c.StreamsPerAddress,
 		"payment_window", c.PaymentWindow.String(), "reconcile_interval", c.ReconcileInterval.String(),
-		"pprof_addr", c.PprofAddr, "default_lang", c.DefaultLang,
+		"pprof_addr", c.PprofAddr, "default_lang", c.DefaultLang, "trusted_proxies", fmt.Sprint(c.TrustedProxies),
 	}
 }
 

@@ -44,6 +44,19 @@ func TestLoadConfig_RedisCluster(t *testing.T) {
 	}
 }
 
+func TestLoadConfig_TrustedProxies(t *testing.T) {
+	c, err := LoadConfig(env(map[string]string{"TRUSTED_PROXIES": "10.0.0.0/24, 127.0.0.1,::1"}))
+	if err != nil {
+		t.Fatalf("LoadConfig = %v", err)
+	}
+	if got := fmt.Sprint(c.TrustedProxies); got != "[10.0.0.0/24 127.0.0.1/32 ::1/128]" {
+		t.Fatalf("TrustedProxies = %s, want [10.0.0.0/24 127.0.0.1/32 ::1/128]", got)
+	}
+	if c, err := LoadConfig(env(nil)); err != nil || len(c.TrustedProxies) != 0 {
+		t.Fatalf("default TrustedProxies = %v, %v; want none", c.TrustedProxies, err)
+	}
+}
+
 func TestLoadConfig_Bad(t *testing.T) {
 	tests := []struct {
 		env  map[string]string
@@ -70,6 +83,8 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"REDIS_URL": "redis://127.0.0.1:7000?addr=127.0.0.1:7001&db=2"}, []string{"REDIS_URL"}},
 		{map[string]string{"REDIS_PREFIX": "bo:{x}:"}, []string{"REDIS_PREFIX"}},
 		{map[string]string{"REDIS_PREFIX": "bo}"}, []string{"REDIS_PREFIX"}},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, []string{"TRUSTED_PROXIES"}},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1, nginx"}, []string{"TRUSTED_PROXIES"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))
