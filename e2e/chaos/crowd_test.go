@@ -30,6 +30,9 @@ type crowd struct {
 	sale      *sale
 	instances []*instance
 	transport *http.Transport
+	// forwardedFor, when not nil, gives fan n's X-Forwarded-For, as a load
+	// balancer in front of the instances (or a proxy in front of it) adds.
+	forwardedFor func(n int) string
 
 	// races are the seat races of the first admitted fans; reserved are
 	// their seats, which the other fans leave alone until the race.
@@ -134,6 +137,9 @@ func (c *crowd) run(ctx context.Context, n int) {
 					Jar: jar, Transport: c.transport, Timeout: time.Minute,
 					CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 				}}
+				if c.forwardedFor != nil {
+					f.forwardedFor = c.forwardedFor(i)
+				}
 				if err := f.signUp(ctx); err != nil {
 					c.t.Errorf("fan %d: %v", i, err)
 					continue
@@ -197,6 +203,8 @@ type fan struct {
 	c      *crowd
 	n      int
 	client *http.Client
+	// forwardedFor is the X-Forwarded-For of every request ("" for none).
+	forwardedFor string
 	// taken are the seats that holds refused as taken, which the fan
 	// leaves alone: the seat map it reads may be a moment old.
 	taken map[string]bool
@@ -246,6 +254,9 @@ func (f *fan) do(ctx context.Context, in *instance, method, path string, form ur
 	}
 	if form != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	if f.forwardedFor != "" {
+		req.Header.Set("X-Forwarded-For", f.forwardedFor)
 	}
 	in.requests.Add(1)
 	resp, err := f.client.Do(req)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -27,7 +28,25 @@ import (
 //
 // Short: 40 fans, 60 seats. Long (storetest.ChaosLong): 400 fans, 600
 // seats.
+//
+// On a Redis Cluster (REDIS_URL with addr= seeds, as `make test` runs this
+// test a second time) it runs one sale per master, each with an event whose
+// hash tag falls on that master.
 func TestChaos_TwoInstances(t *testing.T) {
+	masters, err := storetest.Masters(context.Background(), storetest.MustOpenRedis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(masters) == 1 {
+		twoInstances(t, "")
+		return
+	}
+	for i, m := range masters {
+		t.Run(fmt.Sprintf("Master%d", i+1), func(t *testing.T) { twoInstances(t, m) })
+	}
+}
+
+func twoInstances(t *testing.T, master string) {
 	fans, rows, perRow, races, timeout := 40, 3, 10, 1, 3*time.Minute
 	if storetest.ChaosLong() {
 		fans, rows, perRow, races, timeout = 400, 15, 20, 5, 20*time.Minute
@@ -35,7 +54,7 @@ func TestChaos_TwoInstances(t *testing.T) {
 	// Slow enough that each tick admits a small batch while fans wait: an
 	// instance admitting a tick another one admitted would show.
 	const rate = 20
-	s := newSale(t, rows, perRow, rate)
+	s := newSale(t, rows, perRow, rate, master)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	started := redisTime(t, s)

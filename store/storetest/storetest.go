@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,38 @@ func DeleteKeys(ctx context.Context, r *store.Redis, keys []string) error {
 		return nil
 	})
 	return err
+}
+
+// Masters returns the addresses of the Redis Cluster's masters, sorted, or
+// the one server's address.
+func Masters(ctx context.Context, r *store.Redis) ([]string, error) {
+	var mu sync.Mutex
+	var addrs []string
+	err := r.ForEachMaster(ctx, func(_ context.Context, node *redis.Client) error {
+		mu.Lock()
+		addrs = append(addrs, node.Options().Addr)
+		mu.Unlock()
+		return nil
+	})
+	slices.Sort(addrs)
+	return addrs, err
+}
+
+// MasterOf returns the address of the master that serves key (the one
+// server's address when r is not a cluster).
+func MasterOf(ctx context.Context, r *store.Redis, key string) (string, error) {
+	switch c := r.Client.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return "", err
+		}
+		return node.Options().Addr, nil
+	case *redis.Client:
+		return c.Options().Addr, nil
+	default:
+		return "", fmt.Errorf("redis client %T: neither one server nor a cluster", c)
+	}
 }
 
 // FlushAll empties the one server or every master of a cluster, as Redis
