@@ -10,6 +10,15 @@ DEMO_PASSWORD ?= boxoffice-demo
 # tests (scripts/e2e-deps.sh), as shell assignments to eval in a recipe
 SERVICES = eval "$$(scripts/services.sh)"
 E2E_DEPS = eval "$$(scripts/e2e-deps.sh)"
+# the same services and a local 3-master Redis Cluster (REDIS_CLUSTER_URL),
+# and nginx for the load-balancer test (scripts/nginx-deps.sh)
+CLUSTER = eval "$$(scripts/services.sh cluster)"
+NGINX_DEPS = eval "$$(scripts/nginx-deps.sh)"
+# the tests that run a second time on the Redis Cluster: the store's
+# concurrency tests of the queue, the admission and the holds, the session
+# store, and whole sales with two instances, directly and behind nginx
+CLUSTER_TESTS = TestQueue_|TestAdmitter_|TestHolds|TestSessions|TestChaos_TwoInstances|TestChaos_Nginx
+CLUSTER_PKGS = ./store/ ./e2e/chaos/
 
 .PHONY: help
 help: ## list the targets
@@ -36,8 +45,10 @@ lint: generate ## go vet and gofmt
 # themselves, which go test's cache cannot see, so a cached pass could hide
 # a change to the binary.
 .PHONY: test
-test: lint ## vet, every Go test with -race, and the browser tests
-	@$(SERVICES) && $(E2E_DEPS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+test: lint ## vet, every Go test with -race, the browser tests, and the cluster's tests again on a Redis Cluster
+	@$(CLUSTER) && $(E2E_DEPS) && $(NGINX_DEPS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./... && \
+		echo "on the Redis Cluster at $$REDIS_CLUSTER_URL:" && \
+		REDIS_URL="$$REDIS_CLUSTER_URL" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(CLUSTER_TESTS)' $(CLUSTER_PKGS)
 
 .PHONY: e2e
 e2e: generate ## the browser tests alone
@@ -65,9 +76,10 @@ bench-sse: build ## the load test's SSE mode: 10,000 streams on one instance, re
 	@$(SERVICES) && ./bin/loadtest -mode sse $(BENCH_FLAGS)
 
 .PHONY: stop
-stop: ## stop the private PostgreSQL and Redis that make run or make test started
+stop: ## stop the private PostgreSQL, Redis and Redis Cluster that make run or make test started
 	@if [ -f .data/postgres/db/postmaster.pid ]; then runuser -u postgres -- $$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)/pg_ctl -D .data/postgres/db stop -m fast 2>/dev/null || pg_ctl -D .data/postgres/db stop -m fast; fi
 	@if [ -f .data/redis/redis.pid ]; then kill $$(cat .data/redis/redis.pid) 2>/dev/null || true; fi
+	@scripts/services.sh stop-cluster
 
 .PHONY: vendor
 vendor: ## re-fetch htmx, its SSE extension and Pico CSS from npm at the pinned versions
