@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
+	"github.com/redis/go-redis/v9"
 )
 
 // DB is the PostgreSQL side of the store: a connection pool and a clock.
@@ -158,9 +159,22 @@ func pgConstraint(err error) string {
 // Unreachable reports whether err says that PostgreSQL or Redis could not be
 // reached or went away (boxoffice.Unreachable), counting pgx's error for a
 // pooled connection that the server dropped (pgconn.ErrConnClosed, met in the
-// moments after PostgreSQL went away), which carries no network error.
+// moments after PostgreSQL went away), which carries no network error, and a
+// Redis Cluster's CLUSTERDOWN and TRYAGAIN (clusterDown).
 func Unreachable(err error) bool {
-	return boxoffice.Unreachable(err) || errors.Is(err, pgconn.ErrConnClosed)
+	return boxoffice.Unreachable(err) || errors.Is(err, pgconn.ErrConnClosed) || clusterDown(err)
+}
+
+// clusterDown reports whether err is a Redis Cluster's refusal to serve
+// while it is not whole (CLUSTERDOWN: a master is gone and its slots are not
+// served) or while a slot moves (TRYAGAIN): an outage, not a bug.
+func clusterDown(err error) bool {
+	var re redis.Error
+	if !errors.As(err, &re) {
+		return false
+	}
+	msg := re.Error()
+	return strings.HasPrefix(msg, "CLUSTERDOWN") || strings.HasPrefix(msg, "TRYAGAIN")
 }
 
 // notFound maps pgx.ErrNoRows to an ENOTFOUND error saying id; other

@@ -60,6 +60,72 @@ func (r *PrivateRedis) Stop() {
 	r.cmd = nil
 }
 
+// PrivateCluster is a Redis Cluster of one test's own: three masters without
+// replicas or persistence, on free loopback ports (and free cluster bus
+// ports), with a node timeout of one second. It is stopped when the test
+// ends.
+type PrivateCluster struct {
+	tb    testing.TB
+	Ports []int
+	URL   string // redis://127.0.0.1:<port>?addr=127.0.0.1:<port>&addr=...
+	cmds  []*exec.Cmd
+}
+
+// StartCluster starts a private 3-master Redis Cluster for tb (redis-server
+// and redis-cli must be installed) and waits until every node says
+// cluster_state:ok.
+func StartCluster(tb testing.TB) *PrivateCluster {
+	tb.Helper()
+	c := &PrivateCluster{tb: tb}
+	tb.Cleanup(c.stop)
+	var addrs []string
+	for range 3 {
+		port, bus := freePort(tb), freePort(tb)
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", tb.TempDir(), "--cluster-enabled", "yes",
+			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "1000")
+		if err := cmd.Start(); err != nil {
+			tb.Fatalf("start redis-server: %v", err)
+		}
+		c.cmds = append(c.cmds, cmd)
+		c.Ports = append(c.Ports, port)
+		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", port))
+		waitForPort(tb, port)
+	}
+	out, err := exec.Command("redis-cli", append(append([]string{"--cluster", "create"}, addrs...), "--cluster-replicas", "0", "--cluster-yes")...).CombinedOutput()
+	if err != nil {
+		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.URL = fmt.Sprintf("redis://%s?addr=%s&addr=%s", addrs[0], addrs[1], addrs[2])
+	for _, port := range c.Ports {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			info, _ := exec.Command("redis-cli", "-p", strconv.Itoa(port), "cluster", "info").Output()
+			if bytes.Contains(info, []byte("cluster_state:ok")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				tb.Fatalf("the private cluster's node %d is not ok within 30 s:\n%s", port, info)
+			}
+		}
+	}
+	return c
+}
+
+// StopNode stops node i (0 to 2) at once (SIGKILL).
+func (c *PrivateCluster) StopNode(i int) {
+	if cmd := c.cmds[i]; cmd != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		c.cmds[i] = nil
+	}
+}
+
+func (c *PrivateCluster) stop() {
+	for i := range c.cmds {
+		c.StopNode(i)
+	}
+}
+
 // PrivatePostgres is a PostgreSQL server of one test's own, on a free
 // loopback port, with fsync off: only a crash of the machine could lose what
 // it committed, never Stop, which crashes the server alone. It is stopped
