@@ -463,13 +463,14 @@ func (s *Events) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event,
 
 // FindEvents lists events by queue opening (then id) with their venue's
 // name, narrowed by f (Upcoming compares the sale end with DB.Now). Grades
-// are not loaded (nil): FindEventByID has them with their counts.
+// are not loaded (nil): FindEventByID has them with their counts. It reads
+// the replica when there is one (DB.Read): the list may be a moment late.
 func (s *Events) FindEvents(ctx context.Context, f boxoffice.EventFilter) ([]*boxoffice.Event, error) {
 	statuses := f.Statuses
 	if statuses == nil {
 		statuses = []string{}
 	}
-	rows, err := s.DB.Pool.Query(ctx, eventQuery+`
+	rows, err := s.DB.reader().Query(ctx, eventQuery+`
 		WHERE (cardinality($1::text[]) = 0 OR e.status = ANY($1)) AND (NOT $2 OR e.sale_ends_at > $3)
 		ORDER BY e.queue_opens_at, e.id`, statuses, f.Upcoming, s.DB.Now())
 	if err != nil {

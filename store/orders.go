@@ -240,16 +240,18 @@ func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order
 	if err != nil {
 		return nil, fmt.Errorf("find order: %w", notFound(err, "err_no_order"))
 	}
-	if err := s.loadDetails(ctx, []*boxoffice.Order{o}); err != nil {
+	if err := s.loadDetails(ctx, s.DB.Pool, []*boxoffice.Order{o}); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
 // FindOrders returns the account's orders, newest first, with their items
-// and tickets.
+// and tickets, from the replica when there is one (DB.Read): the list may
+// be a moment late, while an order's own page (FindOrderByID) reads the
+// primary.
 func (s *Orders) FindOrders(ctx context.Context, accountID int64) ([]*boxoffice.Order, error) {
-	rows, err := s.DB.Pool.Query(ctx, orderQuery+` WHERE o.account_id = $1 ORDER BY o.created_at DESC, o.id`, accountID)
+	rows, err := s.DB.reader().Query(ctx, orderQuery+` WHERE o.account_id = $1 ORDER BY o.created_at DESC, o.id`, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("find orders of account %d: %w", accountID, err)
 	}
@@ -257,14 +259,14 @@ func (s *Orders) FindOrders(ctx context.Context, accountID int64) ([]*boxoffice.
 	if err != nil {
 		return nil, fmt.Errorf("find orders of account %d: %w", accountID, err)
 	}
-	if err := s.loadDetails(ctx, orders); err != nil {
+	if err := s.loadDetails(ctx, s.DB.reader(), orders); err != nil {
 		return nil, err
 	}
 	return orders, nil
 }
 
-// loadDetails fills the orders' items and tickets with two queries.
-func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) error {
+// loadDetails fills the orders' items and tickets with two queries on q.
+func (s *Orders) loadDetails(ctx context.Context, q querier, orders []*boxoffice.Order) error {
 	if len(orders) == 0 {
 		return nil
 	}
@@ -273,7 +275,7 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 	for i, o := range orders {
 		byID[o.ID], ids[i] = o, o.ID
 	}
-	rows, err := s.DB.Pool.Query(ctx, `
+	rows, err := q.Query(ctx, `
 		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name
 		FROM order_item i
 		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
@@ -294,7 +296,7 @@ func (s *Orders) loadDetails(ctx context.Context, orders []*boxoffice.Order) err
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
 	}
-	rows, err = s.DB.Pool.Query(ctx, `
+	rows, err = q.Query(ctx, `
 		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
 		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
 		WHERE t.order_id = ANY($1)
@@ -441,7 +443,7 @@ func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]boxoffice.St
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find stuck orders: %w", err)
 	}
-	if err := s.loadDetails(ctx, orders); err != nil {
+	if err := s.loadDetails(ctx, s.DB.Pool, orders); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -28,8 +28,45 @@ import (
 // It is safe for concurrent use.
 type DB struct {
 	Pool *pgxpool.Pool
+	// Read, when not nil, is a pool on a streaming replica
+	// (DATABASE_READ_URL) for the lists that may be a moment late: the
+	// home page's and the admin's lists of events and venues, and a fan's
+	// orders (/me/orders). Everything else, and every page right after a
+	// write (an order's own page after its payment), reads Pool.
+	Read *pgxpool.Pool
 	// Now returns the current time; tests replace it with a fixed clock.
 	Now func() time.Time
+}
+
+// reader is the pool for reads that may be a moment late: Read, or Pool
+// without a replica.
+func (db *DB) reader() *pgxpool.Pool {
+	if db.Read != nil {
+		return db.Read
+	}
+	return db.Pool
+}
+
+// OpenReadPool connects to the replica at dsn (DATABASE_READ_URL) as
+// db.Read and checks that it answers within ctx and is in recovery (a
+// replica: writes there would fail, and a primary named by mistake would
+// hide the mistake). Errors name DATABASE_READ_URL.
+func (db *DB) OpenReadPool(ctx context.Context, dsn string) error {
+	pool, err := newPool(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("DATABASE_READ_URL: %w", err)
+	}
+	var replica bool
+	if err := pool.QueryRow(ctx, `SELECT pg_is_in_recovery()`).Scan(&replica); err != nil {
+		pool.Close()
+		return fmt.Errorf("DATABASE_READ_URL: %w", err)
+	}
+	if !replica {
+		pool.Close()
+		return errors.New("DATABASE_READ_URL: the server is not a replica (pg_is_in_recovery() is false): name a streaming replica of DATABASE_URL, or leave it empty")
+	}
+	db.Read = pool
+	return nil
 }
 
 // OpenDB connects to the database at dsn (a postgres:// URL), creating the
@@ -39,6 +76,23 @@ func OpenDB(ctx context.Context, dsn string) (*DB, error) {
 	if err := CreateDatabase(ctx, dsn); err != nil {
 		return nil, err
 	}
+	pool, err := newPool(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{Pool: pool, Now: time.Now}, nil
+}
+
+// Close closes the pools, waiting for connections in use to be released.
+func (db *DB) Close() {
+	db.Pool.Close()
+	if db.Read != nil {
+		db.Read.Close()
+	}
+}
+
+// newPool opens a pool on dsn and checks that it answers within ctx.
+func newPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -61,11 +115,8 @@ func OpenDB(ctx context.Context, dsn string) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("ping database: %w", err)
 	}
-	return &DB{Pool: pool, Now: time.Now}, nil
+	return pool, nil
 }
-
-// Close closes the pool, waiting for connections in use to be released.
-func (db *DB) Close() { db.Pool.Close() }
 
 // Migrate applies the embedded migrations that have not run yet. goose takes a
 // PostgreSQL advisory lock, so instances starting together migrate once.

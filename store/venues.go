@@ -70,9 +70,9 @@ func scanVenue(row pgx.Row) (*boxoffice.Venue, error) {
 }
 
 // FindVenues lists every venue by name (then id), with its seat and event
-// counts.
+// counts, from the replica when there is one (DB.Read).
 func (s *Venues) FindVenues(ctx context.Context) ([]*boxoffice.Venue, error) {
-	rows, err := s.DB.Pool.Query(ctx, venueQuery+` ORDER BY v.name, v.id`)
+	rows, err := s.DB.reader().Query(ctx, venueQuery+` ORDER BY v.name, v.id`)
 	if err != nil {
 		return nil, fmt.Errorf("find venues: %w", err)
 	}

@@ -38,6 +38,11 @@ type Config struct {
 	// instance (0: no cap)
 	StreamsPerSession, StreamsPerAddress int
 
+	// DATABASE_READ_URL: postgres://... of a streaming replica of
+	// DATABASE_URL for the lists that may be a moment late (store.DB.Read);
+	// "" (the default) reads everything from DATABASE_URL.
+	DatabaseReadURL string
+
 	// TRUSTED_PROXIES: comma-separated CIDRs of the load balancers whose
 	// X-Forwarded-For is believed (handlers.Server.TrustedProxies); none
 	// by default. A bare address counts as its /32 or /128.
@@ -92,6 +97,11 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		bad("DATABASE_URL", "want postgres://user@host:port/database, got %q", redact(c.DatabaseURL))
+	}
+	if c.DatabaseReadURL = get("DATABASE_READ_URL", ""); c.DatabaseReadURL != "" {
+		if u, err := url.Parse(c.DatabaseReadURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
+			bad("DATABASE_READ_URL", "want postgres://user@replica-host:port/database (a streaming replica of DATABASE_URL), got %q", redact(c.DatabaseReadURL))
+		}
 	}
 	if _, _, err := store.ParseRedisURL(c.RedisURL); err != nil {
 		errs = append(errs, fmt.Errorf("%w, got %q", err, redact(c.RedisURL)))
@@ -190,7 +200,7 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 // LogAttrs lists the configuration for the log, secrets left out.
 func (c Config) LogAttrs() []any {
 	return []any{
-		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL),
+		"addr", c.Addr, "base_url", c.BaseURL, "database_url", redact(c.DatabaseURL), "database_read_url", redact(c.DatabaseReadURL),
 		"redis_url", redact(c.RedisURL), "redis_prefix", c.RedisPrefix, "pg_provider", c.PGProvider,
 		"pg_base_url", c.PGBaseURL, "log_level", c.LogLevel, "admission_tick", c.AdmissionTick.String(), "rate_limits", c.RateLimits,
 		"streams_per_session", c.StreamsPerSession, "streams_per_address", c.StreamsPerAddress,

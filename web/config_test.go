@@ -84,6 +84,8 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"REDIS_PREFIX": "bo:{x}:"}, []string{"REDIS_PREFIX"}},
 		{map[string]string{"REDIS_PREFIX": "bo}"}, []string{"REDIS_PREFIX"}},
 		{map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, []string{"TRUSTED_PROXIES"}},
+		{map[string]string{"DATABASE_READ_URL": "mysql://replica/boxoffice"}, []string{"DATABASE_READ_URL"}},
+		{map[string]string{"DATABASE_READ_URL": "postgres://replica:5432"}, []string{"DATABASE_READ_URL"}},
 		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1, nginx"}, []string{"TRUSTED_PROXIES"}},
 	}
 	for _, tt := range tests {

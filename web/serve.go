@@ -67,6 +67,12 @@ func openStores(ctx context.Context, cfg Config, logger *slog.Logger) (*store.DB
 		db.Close()
 		return nil, nil, err
 	}
+	if cfg.DatabaseReadURL != "" {
+		if err := db.OpenReadPool(ctx, cfg.DatabaseReadURL); err != nil {
+			db.Close()
+			return nil, nil, err
+		}
+	}
 	rdb, err := store.NewRedis(cfg.RedisURL, cfg.RedisPrefix)
 	if err != nil {
 		db.Close()

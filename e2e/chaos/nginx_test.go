@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boxoffice/boxoffice/deploy"
 	"github.com/boxoffice/boxoffice/e2e/invariant"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -151,37 +152,22 @@ func nginxPath(t *testing.T) string {
 	return ""
 }
 
-// startNginx runs nginx with deploy/nginx.conf listening on addr in front of
-// the instances, in the foreground with its pid, logs and temporary files
+// startNginx runs nginx with deploy/nginx.conf (deploy.NginxConf) listening
+// on addr in front of the instances, in the foreground with its pid, logs and temporary files
 // in a folder of its own; it waits until addr answers and stops nginx
 // (SIGQUIT, then SIGKILL after 10 s) when t ends. The returned instance
 // stands for the balancer.
 func startNginx(t *testing.T, bin, addr string, instances ...*instance) *instance {
 	t.Helper()
-	conf, err := os.ReadFile("../../deploy/nginx.conf")
+	dir := t.TempDir()
+	var upstreams []string
+	for _, in := range instances {
+		upstreams = append(upstreams, strings.TrimPrefix(in.URL, "http://"))
+	}
+	// As root, the workers run as root to write the temporary files in dir.
+	text, err := deploy.NginxConf(addr, upstreams, dir, os.Geteuid() == 0)
 	if err != nil {
 		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	var upstream strings.Builder
-	for _, in := range instances {
-		fmt.Fprintf(&upstream, "        server %s max_fails=3 fail_timeout=5s;\n", strings.TrimPrefix(in.URL, "http://"))
-	}
-	text := string(conf)
-	for old, repl := range map[string]string{
-		"        server 127.0.0.1:8081 max_fails=3 fail_timeout=5s;\n        server 127.0.0.1:8082 max_fails=3 fail_timeout=5s;\n": upstream.String(),
-		"listen 8080;": "listen " + addr + ";",
-		"http {\n": fmt.Sprintf("http {\n    client_body_temp_path %[1]s/body;\n    proxy_temp_path %[1]s/proxy;\n"+
-			"    fastcgi_temp_path %[1]s/fastcgi;\n    uwsgi_temp_path %[1]s/uwsgi;\n    scgi_temp_path %[1]s/scgi;\n", dir),
-		"worker_processes auto;": fmt.Sprintf("worker_processes 2;\npid %[1]s/nginx.pid;\nerror_log %[1]s/error.log warn;", dir),
-	} {
-		if !strings.Contains(text, old) {
-			t.Fatalf("deploy/nginx.conf has no %q to replace", old)
-		}
-		text = strings.Replace(text, old, repl, 1)
-	}
-	if os.Geteuid() == 0 {
-		text = "user root;\n" + text // the workers write the temporary files in dir, which root owns
 	}
 	path := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

@@ -176,6 +176,32 @@ func StartPostgres(tb testing.TB) *PrivatePostgres {
 	return p
 }
 
+// StartReplica starts a streaming replica of the server (pg_basebackup -R
+// of everything the server holds now, then the standby streams the rest)
+// on a free port, stopped when the test ends; its URL names the same
+// database.
+func (p *PrivatePostgres) StartReplica() *PrivatePostgres {
+	p.tb.Helper()
+	r := &PrivatePostgres{tb: p.tb, Port: freePort(p.tb), bin: p.bin, run: p.run}
+	r.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/boxoffice?pool_max_conns=4", r.Port)
+	dir, err := os.MkdirTemp("", "boxoffice-pg-replica-")
+	if err != nil {
+		p.tb.Fatal(err)
+	}
+	p.tb.Cleanup(func() { os.RemoveAll(dir) })
+	if len(p.run) > 0 {
+		if err := exec.Command("chown", "postgres", dir).Run(); err != nil {
+			p.tb.Fatalf("chown the replica's folder: %v", err)
+		}
+	}
+	r.dataDir = filepath.Join(dir, "data")
+	r.exec(filepath.Join(p.bin, "pg_basebackup"), "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres",
+		"-D", r.dataDir, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast")
+	r.Start()
+	p.tb.Cleanup(r.Stop)
+	return r
+}
+
 // MustOpenDB opens the server's database and migrates it; it is closed when
 // the test ends. The pool caps its connections at 4, as MustOpenDB's do.
 func (p *PrivatePostgres) MustOpenDB() *store.DB {
