@@ -62,13 +62,15 @@ CHAOS_PKGS = $$($(GO) list ./... | grep -v '/e2e$$')
 chaos: generate ## the long version of every chaos test (TestChaos_ with BOXOFFICE_CHAOS=long, see README.md)
 	@$(SERVICES) && BOXOFFICE_CHAOS=long $(GO) test -race -count=1 -run TestChaos_ -v -timeout 30m $(CHAOS_PKGS)
 
-# flags of the load test, e.g. BENCH_FLAGS="-fans 2000 -quick" (see README.md)
+# flags of the load test, e.g. BENCH_FLAGS="-fans 2000 -quick", or
+# BENCH_FLAGS="-redis-cluster -instances 2" for two instances behind nginx
+# on the local Redis Cluster (see README.md)
 BENCH_FLAGS ?=
 
 .PHONY: bench
 bench: build ## the load test: replay a sell-out against bin/boxoffice, report in bench-report/
 	$(GO) build -o bin/loadtest ./e2e/loadtest
-	@$(SERVICES) && ./bin/loadtest $(BENCH_FLAGS)
+	@$(CLUSTER) && $(NGINX_DEPS) && ./bin/loadtest $(BENCH_FLAGS)
 
 .PHONY: bench-sse
 bench-sse: build ## the load test's SSE mode: 10,000 streams on one instance, report in bench-report/

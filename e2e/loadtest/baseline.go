@@ -87,19 +87,20 @@ return redis.call('ZSCORE', KEYS[2], ARGV[1])`
 // redisBaseline measures the Redis ceiling with go-redis, conc clients in a
 // closed loop for d each: SET, ZADD and EVAL of a join-shaped script. Its
 // keys live under prefix and are deleted at the end.
-func redisBaseline(ctx context.Context, cfg Config, rdb *redis.Client, prefix string, ui *UI) ([]Stats, error) {
+func redisBaseline(ctx context.Context, cfg Config, rdb redis.UniversalClient, prefix string, ui *UI) ([]Stats, error) {
 	script := redis.NewScript(baselineScript)
 	if err := script.Load(ctx, rdb).Err(); err != nil {
 		return nil, fmt.Errorf("redis baseline: %w", err)
 	}
-	seq, zset := prefix+"baseline:seq", prefix+"baseline:zset"
-	defer rdb.Del(context.WithoutCancel(ctx), seq, zset, prefix+"baseline:set")
+	// One hash tag, so that the script's keys share a Redis Cluster slot.
+	seq, zset := prefix+"baseline:{b}:seq", prefix+"baseline:{b}:zset"
+	defer rdb.Del(context.WithoutCancel(ctx), seq, zset, prefix+"baseline:{b}:set")
 	ops := []struct {
 		name string
 		op   func(ctx context.Context, i int) error
 	}{
 		{"SET", func(ctx context.Context, i int) error {
-			return rdb.Set(ctx, prefix+"baseline:set", i, 0).Err()
+			return rdb.Set(ctx, prefix+"baseline:{b}:set", i, 0).Err()
 		}},
 		{"ZADD", func(ctx context.Context, i int) error {
 			return rdb.ZAdd(ctx, zset, redis.Z{Score: float64(i), Member: strconv.Itoa(i)}).Err()

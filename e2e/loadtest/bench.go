@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,11 +23,17 @@ import (
 
 // Bench is one run against one server: the stores, the sale, the fans.
 type Bench struct {
-	cfg    Config
-	ui     *UI
-	srv    *Server
+	cfg Config
+	ui  *UI
+	srv *Server
+	// others are the instances after the first (-instances), and front
+	// the nginx in front of them all; base is where the load goes: nginx's
+	// URL, or the one instance's.
+	others []*Server
+	front  *Nginx
+	base   string
 	db     *store.DB
-	rdb    *redis.Client
+	rdb    redis.UniversalClient
 	sale   Sale
 	fans   []*Fan
 	client *http.Client
@@ -54,13 +61,13 @@ func notAvailable(route string) string {
 
 // url returns the server's URL of the formatted path.
 func (b *Bench) url(format string, args ...any) string {
-	return b.srv.URL + fmt.Sprintf(format, args...)
+	return b.base + fmt.Sprintf(format, args...)
 }
 
 // setUp is phase 1: a fresh database seeded with the demo, the fans'
 // accounts (COPY) and the server started, then the fans' sessions written
 // into its Redis (the bench-only path, setup.go).
-func setUp(ctx context.Context, cfg Config, ui *UI, rdb *redis.Client) (*Bench, *Phase, error) {
+func setUp(ctx context.Context, cfg Config, ui *UI, rdb redis.UniversalClient) (*Bench, *Phase, error) {
 	p := newPhase("1. Set-up")
 	b := &Bench{cfg: cfg, ui: ui, rdb: rdb, client: newClient(cfg.Conns), profiles: map[string]string{}}
 	dsn, err := newDatabase(ctx, cfg.DatabaseURL)
@@ -87,8 +94,36 @@ func setUp(ctx context.Context, cfg Config, ui *UI, rdb *redis.Client) (*Bench, 
 
 	prefix := "bench:" + randomHex(4) + ":"
 	env := []string{"ADMISSION_TICK=" + cfg.AdmissionTick.String()}
+	var frontAddr string
+	if cfg.Instances > 1 {
+		port, err := freePort()
+		if err != nil {
+			return b, nil, err
+		}
+		// Every instance answers to nginx's address and believes its
+		// X-Forwarded-For, as behind a real balancer.
+		frontAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		env = append(env, "BASE_URL=http://"+frontAddr, "TRUSTED_PROXIES=127.0.0.1/32")
+	}
 	if b.srv, err = startServer(ctx, absPath(cfg.Binary), dsn, cfg.RedisURL, prefix, cfg.Profile, filepath.Join(cfg.Out, "server.log"), env...); err != nil {
 		return b, nil, err
+	}
+	b.base = b.srv.URL
+	if cfg.Instances > 1 {
+		upstreams := []string{strings.TrimPrefix(b.srv.URL, "http://")}
+		for i := 2; i <= cfg.Instances; i++ {
+			s, err := startServer(ctx, absPath(cfg.Binary), dsn, cfg.RedisURL, prefix, false, filepath.Join(cfg.Out, fmt.Sprintf("server-%d.log", i)), env...)
+			if err != nil {
+				return b, nil, err
+			}
+			b.others = append(b.others, s)
+			upstreams = append(upstreams, strings.TrimPrefix(s.URL, "http://"))
+		}
+		if b.front, err = startNginx(ctx, frontAddr, upstreams, filepath.Join(cfg.Out, "nginx")); err != nil {
+			return b, nil, err
+		}
+		b.base = "http://" + frontAddr
+		p.figure("instances", fmt.Sprintf("%d instances behind nginx at %s", cfg.Instances, b.base), float64(cfg.Instances))
 	}
 	t = time.Now()
 	if err := writeSessions(ctx, rdb, prefix, all, boxoffice.RoleFan); err != nil {
@@ -115,6 +150,16 @@ func setUp(ctx context.Context, cfg Config, ui *UI, rdb *redis.Client) (*Bench, 
 // server's Redis keys.
 func (b *Bench) close(ctx context.Context) error {
 	var errs []error
+	if b.front != nil {
+		if err := b.front.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("nginx: %w", err))
+		}
+	}
+	for i, s := range b.others {
+		if err := s.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("server %d: %w", i+2, err))
+		}
+	}
 	if b.srv != nil {
 		if err := b.srv.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("server: %w", err))
@@ -130,17 +175,20 @@ func (b *Bench) close(ctx context.Context) error {
 		}
 	}
 	if b.srv != nil && !b.cfg.Keep {
-		iter := b.rdb.Scan(ctx, 0, b.srv.RedisPrefix+"*", 5000).Iterator()
-		var keys []string
-		for iter.Next(ctx) {
-			if keys = append(keys, iter.Val()); len(keys) == 5000 {
-				b.rdb.Unlink(ctx, keys...)
-				keys = keys[:0]
+		r := &store.Redis{Client: b.rdb}
+		// Every master's keys, one UNLINK each, pipelined: on a cluster
+		// they live in many slots.
+		r.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+			iter := node.Scan(ctx, 0, b.srv.RedisPrefix+"*", 5000).Iterator()
+			p := b.rdb.Pipeline()
+			for iter.Next(ctx) {
+				if p.Unlink(ctx, iter.Val()); p.Len() == 5000 {
+					p.Exec(ctx)
+				}
 			}
-		}
-		if len(keys) > 0 {
-			b.rdb.Unlink(ctx, keys...)
-		}
+			p.Exec(ctx)
+			return iter.Err()
+		})
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("clean-up: %v", errs)

@@ -506,7 +506,7 @@ func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTota
 	if err := json.Unmarshal(a.Body, &order); err != nil || order.CheckoutURL == "" {
 		return "order: no checkout_url in the answer"
 	}
-	checkout, err := url.Parse(b.srv.URL)
+	checkout, err := url.Parse(b.base)
 	if err == nil {
 		checkout, err = checkout.Parse(order.CheckoutURL)
 	}

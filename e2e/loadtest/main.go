@@ -77,6 +77,8 @@ type Config struct {
 	Baselines        bool          `json:"baselines"`
 	Keep             bool          `json:"keep"`
 	Quick            bool          `json:"quick"`
+	RedisCluster     bool          `json:"redis_cluster"`
+	Instances        int           `json:"instances"`
 	DatabaseURL      string        `json:"-"`
 	RedisURL         string        `json:"-"`
 }
@@ -111,6 +113,8 @@ func main() {
 	fs.BoolVar(&cfg.Baselines, "baselines", true, "measure the echo and Redis baselines")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the bench's database and Redis keys")
 	fs.BoolVar(&cfg.Quick, "quick", false, "short steps for a run under a minute: 1 s open loops and baselines, admission at fans/4 per second on 200 ms ticks, 100 SSE streams (1,000 with -mode sse), 20 s waiting and buying limits")
+	fs.BoolVar(&cfg.RedisCluster, "redis-cluster", false, "run on the Redis Cluster of REDIS_CLUSTER_URL (scripts/services.sh cluster, which make bench runs) instead of REDIS_URL")
+	fs.IntVar(&cfg.Instances, "instances", 1, "instances of the binary; more than 1 run behind nginx (deploy/nginx.conf, NGINX_PATH or nginx on PATH), which the load goes through; profiles and memory are the first instance's")
 	bars := fs.Bool("progress", term.IsTerminal(int(os.Stderr.Fd())), "show progress bars")
 	fs.Parse(os.Args[1:])
 
@@ -137,6 +141,16 @@ func main() {
 	}
 	cfg.DatabaseURL = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/boxoffice")
 	cfg.RedisURL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
+	if cfg.RedisCluster {
+		if cfg.RedisURL = os.Getenv("REDIS_CLUSTER_URL"); cfg.RedisURL == "" {
+			fmt.Fprintln(os.Stderr, "loadtest: -redis-cluster needs REDIS_CLUSTER_URL: run it through make bench, or eval \"$(scripts/services.sh cluster)\" first")
+			os.Exit(2)
+		}
+	}
+	if cfg.Instances < 1 || cfg.Instances > 16 {
+		fmt.Fprintln(os.Stderr, "loadtest: want -instances from 1 to 16")
+		os.Exit(2)
+	}
 	if cfg.Fans < 1 || cfg.Conns < 1 || cfg.AdmitRate > 100000 || cfg.Mode != "bench" && cfg.Mode != "sse" {
 		fmt.Fprintln(os.Stderr, "loadtest: want -fans and -conns of at least 1, -admit-rate up to 100000 and -mode bench or sse")
 		os.Exit(2)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,13 +28,19 @@ func prepareOut(dir string) error {
 
 // openRedis connects to the bench's Redis with a pool as large as the
 // closed loops.
-func openRedis(ctx context.Context, cfg Config) (*redis.Client, error) {
-	opt, err := redis.ParseURL(cfg.RedisURL)
+func openRedis(ctx context.Context, cfg Config) (redis.UniversalClient, error) {
+	one, cluster, err := store.ParseRedisURL(cfg.RedisURL)
 	if err != nil {
-		return nil, fmt.Errorf("REDIS_URL: %w", err)
+		return nil, err
 	}
-	opt.PoolSize = max(cfg.Conns, 10)
-	rdb := redis.NewClient(opt)
+	var rdb redis.UniversalClient
+	if cluster != nil {
+		cluster.PoolSize = max(cfg.Conns, 10)
+		rdb = redis.NewClusterClient(cluster)
+	} else {
+		one.PoolSize = max(cfg.Conns, 10)
+		rdb = redis.NewClient(one)
+	}
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
 		return nil, fmt.Errorf("Redis at %s: %w", cfg.RedisURL, err)

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/boxoffice/boxoffice/deploy"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/jackc/pgx/v5"
 )
@@ -255,4 +256,68 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// Nginx is the nginx in front of the instances (-instances).
+type Nginx struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// startNginx runs nginx (NGINX_PATH, or nginx on PATH or in /usr/sbin) with
+// deploy/nginx.conf listening on addr in front of upstreams, its files in
+// dir, and waits until addr answers.
+func startNginx(ctx context.Context, addr string, upstreams []string, dir string) (*Nginx, error) {
+	bin := ""
+	for _, p := range []string{os.Getenv("NGINX_PATH"), "nginx", "/usr/sbin/nginx"} {
+		if found, err := exec.LookPath(p); p != "" && err == nil {
+			bin = found
+			break
+		}
+	}
+	if bin == "" {
+		return nil, fmt.Errorf("-instances needs nginx: run scripts/nginx-deps.sh (make bench does)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	conf, err := deploy.NginxConf(addr, upstreams, dir, os.Geteuid() == 0)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	n := &Nginx{cmd: exec.Command(bin, "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log"), "-g", "daemon off;"), exited: make(chan error, 1)}
+	if err := n.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start nginx: %w", err)
+	}
+	go func() { n.exited <- n.cmd.Wait() }()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(50 * time.Millisecond) {
+		select {
+		case err := <-n.exited:
+			return nil, fmt.Errorf("nginx exited at start-up (%v); see %s", err, filepath.Join(dir, "error.log"))
+		default:
+		}
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return n, nil
+		}
+	}
+	n.Stop()
+	return nil, fmt.Errorf("nginx does not answer at %s; see %s", addr, filepath.Join(dir, "error.log"))
+}
+
+// Stop asks nginx to finish (SIGQUIT) and kills it after 10 s.
+func (n *Nginx) Stop() error {
+	n.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-n.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+		n.cmd.Process.Kill()
+		<-n.exited
+		return fmt.Errorf("nginx did not stop within 10 s of SIGQUIT")
+	}
 }

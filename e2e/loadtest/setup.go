@@ -143,7 +143,7 @@ func createFans(ctx context.Context, db *store.DB, n int) ([]*Fan, error) {
 // expiring at the deadline (handlers.SessionLifetime from now). The token
 // is 32 random bytes, base64url, as scs makes them. role is
 // boxoffice.RoleFan or RoleAdmin; the name shown is the e-mail address.
-func writeSessions(ctx context.Context, rdb *redis.Client, prefix string, fans []*Fan, role string) error {
+func writeSessions(ctx context.Context, rdb redis.UniversalClient, prefix string, fans []*Fan, role string) error {
 	deadline := time.Now().Add(handlers.SessionLifetime)
 	const batch = 1000
 	for start := 0; start < len(fans); start += batch {
