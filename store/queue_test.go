@@ -1357,3 +1357,61 @@ func TestQueue_Join_LimitReached(t *testing.T) {
 		t.Fatalf("Join below the limit: %v", err)
 	}
 }
+
+// headMover is a go-redis hook that, after the first ZRANGE of the line's
+// head it sees, runs move: another admitter taking the head in between.
+type headMover struct {
+	once sync.Once
+	move func()
+}
+
+func (h *headMover) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *headMover) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *headMover) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if cmd.Name() == "zrange" {
+			h.once.Do(h.move)
+		}
+		return err
+	}
+}
+
+// When another admitter takes the head between Admit's read of it and its
+// script (a tick admitted late by another instance), the script refuses the
+// keys it was given, changes nothing, and Admit reads the head again: each
+// fan is admitted once, with a token, by one of the two.
+func TestQueue_Admit_HeadMoved(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	other := sameQueue(t, q)
+	mustJoin(t, q, 1, 30)
+	s := admission(8)
+	var first store.AdmitResult
+	var firstErr error
+	q.Redis.Client.AddHook(&headMover{move: func() { first, firstErr = other.Admit(ctx, s, 1, time.Second) }})
+	second, err := q.Admit(ctx, s, 2, time.Second)
+	if err != nil || firstErr != nil {
+		t.Fatalf("Admit(tick 2) = %v, the other's Admit(tick 1) = %v", err, firstErr)
+	}
+	if want := []int64{1, 2, 3, 4, 5, 6, 7, 8}; !slices.Equal(first.Admitted, want) {
+		t.Fatalf("the other admitter admitted %v, want %v", first.Admitted, want)
+	}
+	if want := []int64{9, 10, 11, 12, 13, 14, 15, 16}; !slices.Equal(second.Admitted, want) {
+		t.Fatalf("after the head moved, Admit admitted %v, want %v", second.Admitted, want)
+	}
+	for a := int64(1); a <= 30; a++ {
+		tok, sid, ok := entryOf(t, q, a)
+		if want := a <= 16; ok != want || (ok && (tok == "" || sid != sess(a))) {
+			t.Fatalf("fan %d: entry %q|%q (exists %v), want one bound to %q: %v", a, tok, sid, ok, sess(a), want)
+		}
+	}
+	if st, err := q.QueueStats(ctx, queueEvent); err != nil || st.Waiting != 14 || st.AdmittedTotal != 16 {
+		t.Fatalf("QueueStats = %+v, %v; want 14 waiting, 16 admitted", st, err)
+	}
+}
