@@ -17,6 +17,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/boxoffice/boxoffice/views"
@@ -35,7 +36,7 @@ type testApp struct {
 	Stop    context.CancelFunc
 	Orders  *store.Orders
 	Sandbox *payment.Sandbox
-	PG      *payment.Client // the sandbox's API, as the app calls it
+	PG      *toss.Client // the sandbox's API, as the app calls it
 	// Sessions is the session store, whose in-process copy runs.
 	Sessions *store.Sessions
 	// Trips counts the Redis round trips of requests, and TickTrips those
@@ -114,7 +115,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg := &payment.Client{BaseURL: base + "/sandbox-pg", SecretKey: testPGSecret}
+	pg := &toss.Client{BaseURL: base + "/sandbox-pg", SecretKey: testPGSecret}
 	orders := &store.Orders{
 		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,

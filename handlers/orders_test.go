@@ -17,6 +17,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/boxoffice/boxoffice/views"
@@ -346,7 +347,7 @@ func TestWebhook(t *testing.T) {
 	}{
 		{"Garbage", "not json", http.StatusBadRequest},
 		{"OtherEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"k","orderId":"o"}}`, http.StatusOK}, // ignored, or the PG retries for days
-		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", payment.MaxWebhookBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", toss.MaxWebhookBytes) + `"}`, http.StatusRequestEntityTooLarge},
 		{"UnknownPayment", event("tsbx-forged", o.OrderID), http.StatusUnauthorized},
 		{"OtherOrdersPayment", event(key, "someone-elses"), http.StatusUnauthorized},
 		{"OK", event(key, o.OrderID), http.StatusOK},

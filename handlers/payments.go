@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
 )
@@ -113,15 +113,15 @@ func (s *Server) handlePaymentFail(c echo.Context) error {
 // the payment; 5xx while PostgreSQL or the PG do not answer, so that the PG
 // retries.
 func (s *Server) handleWebhook(c echo.Context) error {
-	body, err := io.ReadAll(io.LimitReader(c.Request().Body, payment.MaxWebhookBytes+1))
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, toss.MaxWebhookBytes+1))
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		return err // the body limit: 413
 	} else if err != nil {
 		return boxoffice.NewError(boxoffice.EBADREQUEST, "err_webhook_unreadable")
 	}
-	ev, err := payment.ParseWebhook(body)
-	if errors.Is(err, payment.ErrUnknownEventType) {
+	ev, err := toss.ParseWebhook(body)
+	if errors.Is(err, toss.ErrUnknownEventType) {
 		// An event we do not act on (say, a deposit callback): 200, or the PG
 		// would retry it for days.
 		return c.JSON(http.StatusOK, map[string]any{"ignored": true})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
@@ -40,7 +41,7 @@ type receiver struct {
 }
 
 type received struct {
-	event *payment.WebhookEvent
+	event *toss.WebhookEvent
 	at    time.Time
 }
 
@@ -69,7 +70,7 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "try again", http.StatusInternalServerError)
 		return
 	}
-	ev, err := payment.ParseWebhook(body)
+	ev, err := toss.ParseWebhook(body)
 	if err != nil || r.Header.Get("Content-Type") != "application/json" {
 		http.Error(w, "bad webhook", http.StatusBadRequest)
 		return
@@ -105,7 +106,7 @@ type harness struct {
 	db     *store.DB
 	sb     *payment.Sandbox
 	srv    *httptest.Server
-	client *payment.Client
+	client *toss.Client
 	recv   *receiver
 	cfg    payment.SandboxConfig
 	// browser sends checkout forms without following redirects.
@@ -138,7 +139,7 @@ func newHarnessOn(t *testing.T, db *store.DB, opts ...func(*payment.SandboxConfi
 	mux.Handle("/sandbox-pg/", http.StripPrefix("/sandbox-pg", h.sb))
 	h.srv = httptest.NewServer(mux)
 	t.Cleanup(h.srv.Close)
-	h.client = &payment.Client{BaseURL: h.srv.URL + "/sandbox-pg", SecretKey: testSecret, HTTP: h.srv.Client()}
+	h.client = &toss.Client{BaseURL: h.srv.URL + "/sandbox-pg", SecretKey: testSecret, HTTP: h.srv.Client()}
 	h.browser = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return h
 }

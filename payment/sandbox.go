@@ -2,6 +2,7 @@ package payment
 
 import (
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment/toss"
 
 	"context"
 	"crypto/rand"
@@ -26,8 +27,8 @@ import (
 const ProviderSandbox = "sandbox"
 
 // Currencies are the ISO 4217 codes the sandbox takes payments in: won, as
-// Toss's payment window for a Korean merchant (payment.TossCurrencies).
-var Currencies = TossCurrencies
+// Toss's payment window for a Korean merchant (toss.TossCurrencies).
+var Currencies = toss.TossCurrencies
 
 // Test scenarios, chosen per checkout (the page's "scenario" field) and kept
 // with the payment. Each makes the sandbox misbehave the way a PG or a buyer

@@ -16,6 +16,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
@@ -798,10 +799,10 @@ func wantWebhooks(t *testing.T, h *harness, key string, want ...string) {
 		t.Fatalf("webhooks of %s: %v, want %v", key, got, want)
 	}
 	for _, e := range evs {
-		if e.event.EventType != payment.EventPaymentStatusChanged || e.event.Data.OrderID == "" {
+		if e.event.EventType != toss.EventPaymentStatusChanged || e.event.Data.OrderID == "" {
 			t.Fatalf("webhook %+v", e.event)
 		}
-		if _, err := time.Parse(payment.WebhookCreatedAtLayout, e.event.CreatedAt); err != nil {
+		if _, err := time.Parse(toss.WebhookCreatedAtLayout, e.event.CreatedAt); err != nil {
 			t.Fatalf("webhook createdAt %q: %v", e.event.CreatedAt, err)
 		}
 	}

@@ -2,6 +2,7 @@ package payment
 
 import (
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/payment/toss"
 
 	"bytes"
 	"context"
@@ -43,9 +44,9 @@ func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.P
 	if s.cfg.WebhookURL == "" || scenario == ScenarioWebhookNever {
 		return nil, nil
 	}
-	body, err := json.Marshal(WebhookEvent{
-		EventType: EventPaymentStatusChanged,
-		CreatedAt: s.cfg.Now().In(kst).Format(WebhookCreatedAtLayout),
+	body, err := json.Marshal(toss.WebhookEvent{
+		EventType: toss.EventPaymentStatusChanged,
+		CreatedAt: s.cfg.Now().In(kst).Format(toss.WebhookCreatedAtLayout),
 		Data:      *p,
 	})
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/jackc/pgx/v5"
@@ -46,7 +47,7 @@ type checkoutEnv struct {
 	R      *store.Redis
 	Holds  *store.Holds
 	Orders *store.Orders
-	PG     *payment.Client
+	PG     *toss.Client
 	SB     *payment.Sandbox
 	Clock  *testClock
 	Event  fixtureEvent
@@ -68,7 +69,7 @@ type webhookCall struct {
 // gateway is the PG the Orders uses: the sandbox's client, whose refunds a
 // test can make fail as if the PG were unreachable.
 type gateway struct {
-	*payment.Client
+	*toss.Client
 	cancelDown atomic.Bool
 }
 
@@ -112,7 +113,7 @@ func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
 	tb.Cleanup(func() { env.SB.Close() }) // before the database closes (registered earlier)
 	mux.Handle("/sandbox-pg/", http.StripPrefix("/sandbox-pg", env.SB))
 
-	env.PG = &payment.Client{BaseURL: env.srv.URL + "/sandbox-pg", SecretKey: pgSecret, HTTP: env.srv.Client()}
+	env.PG = &toss.Client{BaseURL: env.srv.URL + "/sandbox-pg", SecretKey: pgSecret, HTTP: env.srv.Client()}
 	env.Orders = env.newOrders(&gateway{Client: env.PG})
 	env.browser = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return env
@@ -132,8 +133,8 @@ func (env *checkoutEnv) gateway() *gateway { return env.Orders.PG.(*gateway) }
 // serveWebhook handles POST /payments/webhook as the app does: parse, then
 // ConfirmWebhook; 200 once handled, 400 for garbage, 5xx otherwise.
 func (env *checkoutEnv) serveWebhook(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(io.LimitReader(r.Body, payment.MaxWebhookBytes+1))
-	ev, err := payment.ParseWebhook(body)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, toss.MaxWebhookBytes+1))
+	ev, err := toss.ParseWebhook(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -221,7 +222,7 @@ func (env *checkoutEnv) mustRedirect(tb testing.TB, orderID, paymentKey string, 
 func (env *checkoutEnv) postWebhook(tb testing.TB, p *boxoffice.Payment, createdAt time.Time) int {
 	tb.Helper()
 	body := fmt.Sprintf(`{"eventType":"PAYMENT_STATUS_CHANGED","createdAt":%q,"data":{"paymentKey":%q,"orderId":%q,"status":"DONE","totalAmount":1}}`,
-		createdAt.Format(payment.WebhookCreatedAtLayout), p.PaymentKey, p.OrderID)
+		createdAt.Format(toss.WebhookCreatedAtLayout), p.PaymentKey, p.OrderID)
 	resp, err := http.Post(env.srv.URL+"/payments/webhook", "application/json", strings.NewReader(body))
 	if err != nil {
 		tb.Errorf("post webhook: %v", err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/redis/go-redis/v9"
 )
@@ -109,7 +110,7 @@ func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
 // closed, so that a confirmation can be held between the PG's answer and its
 // claim.
 type slowLookUp struct {
-	*payment.Client
+	*toss.Client
 	entered, release chan struct{}
 }
 

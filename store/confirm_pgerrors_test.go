@@ -7,12 +7,13 @@ import (
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 )
 
 // refusingPG answers every call with the same final error, as Toss does to
 // a deployment with a wrong secret key.
 type refusingPG struct {
-	*payment.Client
+	*toss.Client
 	err error
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/e2e/invariant"
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/boxoffice/boxoffice/views"
@@ -527,7 +528,7 @@ func (s *chaosSale) pay(f *chaosFan) error {
 	if f.role == roleCrashed {
 		var amount int64
 		fmt.Sscan(f.checkout.Get("amount"), &amount)
-		pg := &payment.Client{BaseURL: s.base + "/sandbox-pg", SecretKey: devSandboxKey}
+		pg := &toss.Client{BaseURL: s.base + "/sandbox-pg", SecretKey: devSandboxKey}
 		if _, err := pg.Confirm(context.Background(), f.key, f.orderID, boxoffice.Money{Amount: amount, Currency: f.checkout.Get("currency")}); err != nil {
 			return fmt.Errorf("confirm at the PG: %w", err)
 		}
@@ -630,9 +631,9 @@ func (s *chaosSale) checkDown(f *chaosFan) {
 	} else if resp.Body.Close(); resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with PostgreSQL down = %d, want 503", resp.StatusCode)
 	}
-	body, _ := json.Marshal(payment.WebhookEvent{
-		EventType: payment.EventPaymentStatusChanged,
-		CreatedAt: time.Now().Format(payment.WebhookCreatedAtLayout),
+	body, _ := json.Marshal(toss.WebhookEvent{
+		EventType: toss.EventPaymentStatusChanged,
+		CreatedAt: time.Now().Format(toss.WebhookCreatedAtLayout),
 		Data:      boxoffice.Payment{PaymentKey: f.key, OrderID: f.orderID, Status: boxoffice.PaymentStatusDone},
 	})
 	resp, err = s.client.Post(s.base+"/payments/webhook", "application/json", bytes.NewReader(body))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 )
 
@@ -17,7 +18,7 @@ import (
 // PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
 // payment reconciler, outbox relay).
 type checkout struct {
-	pg        *payment.Client
+	pg        *toss.Client
 	orders    *store.Orders
 	relay     *store.OutboxRelay
 	sandbox   *payment.Sandbox // nil unless PG_PROVIDER is sandbox
@@ -36,7 +37,7 @@ type checkout struct {
 // so that at the default 30 s these are store.DefaultReconcileGrace and
 // store.DefaultReconcileRecheck.
 func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
-	pg := &payment.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey}
+	pg := &toss.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey}
 	if cfg.PGProvider == "toss" {
 		pg.CheckoutPage = cfg.BaseURL + "/payments/checkout"
 	}

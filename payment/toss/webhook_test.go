@@ -1,4 +1,4 @@
-package payment_test
+package toss_test
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 )
 
 // tossWebhook is a PAYMENT_STATUS_CHANGED webhook as Toss sends it: many
@@ -30,12 +30,12 @@ const tossWebhook = `{
 
 func TestParseWebhook(t *testing.T) {
 	t.Run("Toss", func(t *testing.T) {
-		ev, err := payment.ParseWebhook([]byte(tossWebhook))
+		ev, err := toss.ParseWebhook([]byte(tossWebhook))
 		if err != nil {
 			t.Fatalf("ParseWebhook: %v", err)
 		}
 		p := ev.Data
-		if ev.EventType != payment.EventPaymentStatusChanged || ev.CreatedAt != "2026-01-02T14:46:59.653270" ||
+		if ev.EventType != toss.EventPaymentStatusChanged || ev.CreatedAt != "2026-01-02T14:46:59.653270" ||
 			p.PaymentKey != "tviva20260102144643uN3L9" || p.OrderID != "order_2966480" || p.Status != boxoffice.PaymentStatusDone ||
 			p.TotalAmount != 37400 || p.BalanceAmount != 37400 || p.Currency != "KRW" || p.Method != "카드" ||
 			p.ApprovedAt == nil || p.ApprovedAt.Format("15:04:05Z07:00") != "14:46:58+09:00" || p.Cancels != nil || p.Failure != nil {
@@ -48,28 +48,28 @@ func TestParseWebhook(t *testing.T) {
 		want error
 		code string
 	}{
-		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", payment.MaxWebhookBytes) + `"}`,
-			payment.ErrWebhookTooLarge, boxoffice.ETOOLARGE},
-		{"Empty", ``, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"Null", `null`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"NotJSON", `eventType=PAYMENT_STATUS_CHANGED`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"Array", `[]`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"TrailingData", tossWebhook + `{}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"WrongType", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":1}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"NoPaymentKey", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"orderId":"order-1"}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
-		{"NoOrderID", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk"}}`, payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"TooLarge", `{"eventType":"PAYMENT_STATUS_CHANGED","x":"` + strings.Repeat("a", toss.MaxWebhookBytes) + `"}`,
+			toss.ErrWebhookTooLarge, boxoffice.ETOOLARGE},
+		{"Empty", ``, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"Null", `null`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"NotJSON", `eventType=PAYMENT_STATUS_CHANGED`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"Array", `[]`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"TrailingData", tossWebhook + `{}`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"WrongType", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":1}}`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"NoPaymentKey", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"orderId":"order-1"}}`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"NoOrderID", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk"}}`, toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"NULInPaymentKey", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"ab\u0000c","orderId":"order-1"}}`,
-			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"NULInIgnoredField", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk","orderId":"order-1","x\u0000":"y"}}`,
-			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"InvalidUTF8InOrderID", "{\"eventType\":\"PAYMENT_STATUS_CHANGED\",\"data\":{\"paymentKey\":\"pk\",\"orderId\":\"order-\xff\"}}",
-			payment.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"UnknownEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"pk","orderId":"order-1"}}`,
-			payment.ErrUnknownEventType, boxoffice.EBADREQUEST},
+			toss.ErrUnknownEventType, boxoffice.EBADREQUEST},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ev, err := payment.ParseWebhook([]byte(tt.body))
+			ev, err := toss.ParseWebhook([]byte(tt.body))
 			if ev != nil || !errors.Is(err, tt.want) {
 				t.Fatalf("ParseWebhook = %+v, %v; want nil, %v", ev, err, tt.want)
 			}
@@ -89,11 +89,11 @@ func FuzzParseWebhook(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Add([]byte(`{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"p\u0000k","orderId":"o\xff"}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		ev, err := payment.ParseWebhook(body)
+		ev, err := toss.ParseWebhook(body)
 		if (ev == nil) == (err == nil) {
 			t.Fatalf("ParseWebhook = %v, %v; want exactly one of event and error", ev, err)
 		}
-		if err == nil && (ev.EventType != payment.EventPaymentStatusChanged || ev.Data.PaymentKey == "" || ev.Data.OrderID == "") {
+		if err == nil && (ev.EventType != toss.EventPaymentStatusChanged || ev.Data.PaymentKey == "" || ev.Data.OrderID == "") {
 			t.Fatalf("accepted %+v", ev)
 		}
 		if err == nil {

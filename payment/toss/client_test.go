@@ -1,4 +1,4 @@
-package payment_test
+package toss_test
 
 import (
 	"github.com/boxoffice/boxoffice"
@@ -12,12 +12,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/toss"
 )
+
+const testSecret = "test_sk_sandbox"
+
+func won(amount int64) boxoffice.Money { return boxoffice.Money{Amount: amount, Currency: "KRW"} }
 
 func TestClient_CheckoutURL(t *testing.T) {
 	for _, base := range []string{"http://127.0.0.1:8080/sandbox-pg", "http://127.0.0.1:8080/sandbox-pg/"} {
-		c := payment.Client{BaseURL: base}
+		c := toss.Client{BaseURL: base}
 		raw := c.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "order_A-1", Amount: won(154000), OrderName: "R석 2매 & more", SuccessURL: "https://x.example/s?a=1", FailURL: "https://x.example/f"})
 		u, err := url.Parse(raw)
 		if err != nil {
@@ -58,7 +62,7 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 				fmt.Fprint(w, tt.body)
 			}))
 			defer srv.Close()
-			c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+			c := toss.Client{BaseURL: srv.URL, SecretKey: testSecret}
 			p, err := c.Confirm(context.Background(), "pk", "order-1", won(1000))
 			if p != nil || err == nil {
 				t.Fatalf("Confirm = %+v, %v; want an error", p, err)
@@ -78,17 +82,19 @@ func TestClient_AnswersTheSandboxNeverGives(t *testing.T) {
 	t.Run("NetworkError", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
-		c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+		c := toss.Client{BaseURL: srv.URL, SecretKey: testSecret}
 		_, err := c.GetPayment(context.Background(), "pk")
 		if err == nil || !boxoffice.IsPGTemporary(err) || boxoffice.IsPGCode(err, "") {
 			t.Fatalf("GetPayment against a closed server: %v; want a temporary, non-API error", err)
 		}
 	})
 	t.Run("CancelledContext", func(t *testing.T) {
-		h := newHarness(t)
+		srv := httptest.NewServer(http.NotFoundHandler())
+		defer srv.Close()
+		c := toss.Client{BaseURL: srv.URL, SecretKey: testSecret}
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := h.client.GetPayment(ctx, "pk")
+		_, err := c.GetPayment(ctx, "pk")
 		if !errors.Is(err, context.Canceled) || !boxoffice.IsPGTemporary(err) {
 			t.Fatalf("GetPayment with a cancelled context: %v; want context.Canceled, temporary", err)
 		}
@@ -107,7 +113,7 @@ func TestClient_ConfirmIdempotencyKey(t *testing.T) {
 		fmt.Fprint(w, `{"code":"INVALID_REQUEST","message":"x"}`)
 	}))
 	defer srv.Close()
-	c := payment.Client{BaseURL: srv.URL, SecretKey: testSecret}
+	c := toss.Client{BaseURL: srv.URL, SecretKey: testSecret}
 	longOrder, longKey := strings.Repeat("o", 64), strings.Repeat("k", boxoffice.MaxPaymentKeyLen)
 	for _, call := range [][2]string{{"pk", "order-Z"}, {"pk", "order-Z"}, {"pk", "order-Y"}, {"pk2", "order-Z"}, {longKey, longOrder}} {
 		c.Confirm(context.Background(), call[0], call[1], won(1000))

@@ -1,15 +1,15 @@
-// Package payment speaks to the payment gateway (PG): Client implements
-// boxoffice.PaymentGateway over the Toss Payments API (confirm, look-up,
-// cancel), ParseWebhook reads its webhooks, and Sandbox is a PG of our own
-// that answers that API like Toss does, for development and tests. The app
-// reaches the sandbox over HTTP exactly as it would reach Toss.
+// Package toss speaks to Toss Payments, the payment gateway (PG): Client
+// implements boxoffice.PaymentGateway over its API (confirm, look-up,
+// cancel) and ParseWebhook reads its webhooks. The sandbox PG
+// (payment/sandbox) answers the same API, so the app reaches it with this
+// client over HTTP exactly as it would reach Toss.
 //
 // The model (docs.tosspayments.com/guides/v2/payment-widget/integration,
 // "결제 승인"): the buyer authenticates at the PG, which redirects to the
 // merchant's successUrl with paymentKey, orderId and amount; nothing is charged
 // until the merchant confirms with POST /v1/payments/confirm, within about 10
 // minutes. README.md ("Payments") has the rest.
-package payment
+package toss
 
 import (
 	"github.com/boxoffice/boxoffice"
