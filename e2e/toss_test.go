@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/playwright-community/playwright-go"
@@ -95,8 +95,8 @@ func startTossApp(t *testing.T) (*app, string) {
 	db, err := store.OpenDB(context.Background(), a.DatabaseURL)
 	must(t, "open the app's database", err)
 	t.Cleanup(db.Close)
-	sb, err := payment.NewSandbox(payment.SandboxConfig{
-		Provider: payment.ProviderSandbox, Pool: db.Pool, SecretKey: tossSecretKey,
+	sb, err := sandbox.New(context.Background(), sandbox.Config{
+		Provider: sandbox.Provider, Pool: db.Pool, SecretKey: tossSecretKey,
 		WebhookURL: a.URL + "/payments/webhook", ReturnOrigin: a.URL, Logger: slog.New(slog.DiscardHandler),
 	})
 	must(t, "start the sandbox PG", err)

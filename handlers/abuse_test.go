@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/labstack/echo/v4"
 )
 
@@ -290,7 +290,7 @@ func TestWebhook_Forged(t *testing.T) {
 	app := newTestApp(t)
 	c, _, o := app.checkout(t, "buyer@example.com", "A-1-1")
 	_, _, other := app.checkout(t, "other@example.com", "A-1-2")
-	otherKey := paymentKeyOf(t, app.payAtSandbox(t, c, other, "pay", payment.ScenarioWebhookNever))
+	otherKey := paymentKeyOf(t, app.payAtSandbox(t, c, other, "pay", sandbox.ScenarioWebhookNever))
 	forged := func(key, orderID string, amount int64) string {
 		return fmt.Sprintf(`{"eventType":"PAYMENT_STATUS_CHANGED","createdAt":"2026-11-29T10:00:00.000000",
 			"data":{"paymentKey":%q,"orderId":%q,"status":"DONE","totalAmount":%d,"balanceAmount":%[3]d,"method":"카드"}}`, key, orderID, amount)
@@ -311,7 +311,7 @@ func TestWebhook_Forged(t *testing.T) {
 
 	// The buyer authenticated 1,000 won less than the order at the PG (and
 	// never came back); a webhook says it is DONE for the full amount.
-	key := paymentKeyOf(t, app.payAtSandbox(t, c, o, "pay", payment.ScenarioPayLess))
+	key := paymentKeyOf(t, app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioPayLess))
 	if status := postWebhook(t, app, forged(key, o.OrderID, o.Amount)); status != http.StatusOK {
 		t.Errorf("a webhook for a real payment: status %d, want 200 (handled)", status)
 	}
@@ -374,7 +374,7 @@ func TestCheckout_BrowserValuesIgnored(t *testing.T) {
 	form := u.Query()
 	form.Set("amount", "1")
 	form.Set("action", "pay")
-	form.Set("scenario", payment.ScenarioWebhookBeforeRedirect)
+	form.Set("scenario", sandbox.ScenarioWebhookBeforeRedirect)
 	resp = c.do("POST", "/sandbox-pg/checkout", form)
 	wantStatus(t, resp, http.StatusSeeOther)
 	success := strings.TrimPrefix(resp.Header.Get("Location"), app.URL)

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/jackc/pgx/v5"
@@ -161,7 +161,7 @@ type confirmation struct{ Status, Outcome string }
 // which needs no session, and returns what the confirmation answers.
 func (s *redisChaos) pay(t *testing.T, c *client, o orderAnswer) confirmation {
 	t.Helper()
-	success := s.app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
+	success := s.app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioDefault)
 	resp := c.do("GET", success, nil, "Accept: application/json")
 	wantStatus(t, resp, http.StatusOK)
 	var conf confirmation
@@ -292,7 +292,7 @@ func (s *redisChaos) payUnpaid(t *testing.T) {
 		{confirmation{string(boxoffice.OrderConfirmed), string(boxoffice.PaymentConfirmed)}, len(chaosOrders[1])},
 	}
 	for i, o := range s.orders {
-		success := s.app.payAtSandbox(t, s.unpaid[i], o, "pay", payment.ScenarioDefault)
+		success := s.app.payAtSandbox(t, s.unpaid[i], o, "pay", sandbox.ScenarioDefault)
 		for range 2 {
 			resp := s.unpaid[i].do("GET", success, nil, "Accept: application/json")
 			wantStatus(t, resp, http.StatusOK)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 )
 
@@ -211,7 +211,7 @@ func TestHTMLInData_RendersAsText(t *testing.T) {
 	wantSame(t, "order page: title", testid(d, "order-title"), xssTitle)
 	wantContains(t, "order page: seats", testid(d, "order-items"), label)
 
-	success := app.payAtSandbox(t, fan, o, "pay", payment.ScenarioWebhookNever)
+	success := app.payAtSandbox(t, fan, o, "pay", sandbox.ScenarioWebhookNever)
 	wantStatus(t, fan.do("GET", success, nil), http.StatusSeeOther)
 	d = page(t, fan, "/orders/"+orderID, http.StatusOK)
 	wantSame(t, "ticket: seat", testid(d, "ticket-seat"), "Section "+xssSection+", row 1, seat 1")

@@ -28,7 +28,7 @@ func (a *testApp) snapshot(t *testing.T) string {
 	ctx := context.Background()
 	var b strings.Builder
 	for _, table := range []string{"account", "venue", "venue_seat", "event", "grade", "event_seat", "orders", "order_item",
-		"payment", "sold_seat", "purchase_count", "ticket", "outbox", "sandbox_pg_payment", "sandbox_pg_idempotency", "sandbox_pg_webhook"} {
+		"payment", "sold_seat", "purchase_count", "ticket", "outbox", "sandbox_pg.sandbox_pg_payment", "sandbox_pg.sandbox_pg_idempotency", "sandbox_pg.sandbox_pg_webhook"} {
 		var sum string
 		err := a.DB.Pool.QueryRow(ctx, `SELECT md5(coalesce(string_agg(t::text, '|' ORDER BY t::text), '')) FROM `+table+` t`).Scan(&sum)
 		if err != nil {

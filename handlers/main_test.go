@@ -16,7 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -35,7 +35,7 @@ type testApp struct {
 	// Stop cancels the server's Stopping context, as a shutdown does.
 	Stop    context.CancelFunc
 	Orders  *store.Orders
-	Sandbox *payment.Sandbox
+	Sandbox *sandbox.Sandbox
 	PG      *toss.Client // the sandbox's API, as the app calls it
 	// Sessions is the session store, whose in-process copy runs.
 	Sessions *store.Sessions
@@ -107,8 +107,8 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context { return withTrips(ctx, trips) }
 	base := "http://" + ts.Listener.Addr().String()
-	sandbox, err := payment.NewSandbox(payment.SandboxConfig{
-		Provider: payment.ProviderSandbox, Pool: pgDB.Pool, SecretKey: testPGSecret, WebhookURL: base + "/payments/webhook",
+	sb, err := sandbox.New(context.Background(), sandbox.Config{
+		Provider: sandbox.Provider, Pool: pgDB.Pool, SecretKey: testPGSecret, WebhookURL: base + "/payments/webhook",
 		RetryDelays: []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 500 * time.Millisecond, time.Second},
 		Logger:      srv.Logger,
 	})
@@ -120,7 +120,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
 	}
-	srv.Orders, srv.SandboxPG, srv.PGCurrencies = orders, sandbox, pg.Currencies()
+	srv.Orders, srv.SandboxPG, srv.PGCurrencies = orders, sb, pg.Currencies()
 	for _, o := range options {
 		o(srv)
 	}
@@ -129,8 +129,8 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	copying, stopCopying := context.WithCancel(context.Background())
 	copied := make(chan struct{})
 	go func() { defer close(copied); sessionStore.Run(copying) }()
-	t.Cleanup(func() { stop(); ts.Close(); sandbox.Close(); stopCopying(); <-copied })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sandbox, PG: pg, Sessions: sessionStore,
+	t.Cleanup(func() { stop(); ts.Close(); sb.Close(); stopCopying(); <-copied })
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sb, PG: pg, Sessions: sessionStore,
 		Trips: trips, TickTrips: tickTrips}
 }
 

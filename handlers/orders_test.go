@@ -16,7 +16,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/handlers"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -168,7 +168,7 @@ func TestCheckoutJourney(t *testing.T) {
 	app := newTestApp(t)
 	c, _, o := app.checkout(t, "journey@example.com", "A-1-3", "A-1-4")
 
-	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
+	success := app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioDefault)
 	if !strings.HasPrefix(success, "/payments/success?") {
 		t.Fatalf("redirect to %s, want /payments/success", success)
 	}
@@ -260,7 +260,7 @@ func TestPaymentFail(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	c, _, o := app.checkout(t, "decline@example.com", "A-1-5")
-	fail := app.payAtSandbox(t, c, o, "decline", payment.ScenarioDefault)
+	fail := app.payAtSandbox(t, c, o, "decline", sandbox.ScenarioDefault)
 	if !strings.HasPrefix(fail, "/payments/fail?") || !strings.Contains(fail, "code=PAY_PROCESS_CANCELED") {
 		t.Fatalf("redirect to %s, want /payments/fail with PAY_PROCESS_CANCELED", fail)
 	}
@@ -286,7 +286,7 @@ func TestPaymentFail(t *testing.T) {
 	wantStatus(t, stranger.do("GET", fail, nil), http.StatusNotFound)
 
 	// Paying again works: the htmx poll then shows the tickets.
-	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioWebhookNever)
+	success := app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioWebhookNever)
 	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
 	frag := doc(t, c.do("GET", "/orders/"+o.OrderID, nil, "HX-Request: true"))
 	if frag.Find("html > body > main").Length() != 0 || testid(frag, "order-status") != "Confirmed" ||
@@ -309,7 +309,7 @@ func TestPaymentSuccess_Tampered(t *testing.T) {
 	if got := testid(doc(t, c.do("GET", "/orders/"+o.OrderID, nil)), "order-status"); got == "Failed" {
 		t.Fatalf("a forged redirect failed the order")
 	}
-	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioTamperAmount)
+	success := app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioTamperAmount)
 	wantStatus(t, c.do("GET", success, nil), http.StatusSeeOther)
 	page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil))
 	if testid(page, "order-status") != "Failed" || testid(page, "order-failure") == "" {
@@ -327,14 +327,14 @@ func TestWebhook(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	c, _, o := app.checkout(t, "hook@example.com", "A-1-7")
-	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioWebhookNever)
+	success := app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioWebhookNever)
 	u, _ := url.Parse(success)
 	key := u.Query().Get("paymentKey")
 	if _, err := app.PG.Confirm(context.Background(), key, o.OrderID, boxoffice.Money{Amount: o.Amount, Currency: o.Currency}); err != nil {
 		t.Fatal(err)
 	}
 	// A payment the PG has for an order that is not ours.
-	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "not-our-order", Amount: boxoffice.Money{Amount: 1000, Currency: "KRW"}, OrderName: "Other", SuccessURL: app.Orders.SuccessURL, FailURL: app.Orders.FailURL})}, "pay", payment.ScenarioWebhookNever)
+	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "not-our-order", Amount: boxoffice.Money{Amount: 1000, Currency: "KRW"}, OrderName: "Other", SuccessURL: app.Orders.SuccessURL, FailURL: app.Orders.FailURL})}, "pay", sandbox.ScenarioWebhookNever)
 	su, _ := url.Parse(strange)
 
 	event := func(key, orderID string) string {
@@ -383,7 +383,7 @@ func TestWebhook_PostgresDown(t *testing.T) {
 	appDB, pgDB := storetest.MustOpenDB(t), storetest.MustOpenDB(t)
 	app := newTestAppPG(t, appDB, pgDB, storetest.MustOpenRedis(t))
 	c, _, o := app.checkout(t, "outage@example.com", "A-1-8")
-	success := app.payAtSandbox(t, c, o, "pay", payment.ScenarioDefault)
+	success := app.payAtSandbox(t, c, o, "pay", sandbox.ScenarioDefault)
 	u, _ := url.Parse(success)
 	key := u.Query().Get("paymentKey")
 
@@ -396,7 +396,7 @@ func TestWebhook_PostgresDown(t *testing.T) {
 	var attempts int
 	var lastError string
 	waitFor(t, "a webhook attempt answered 5xx", func() bool {
-		pgDB.Pool.QueryRow(context.Background(), `SELECT attempts, last_error FROM sandbox_pg_webhook WHERE payment_key = $1`, key).
+		pgDB.Pool.QueryRow(context.Background(), `SELECT attempts, last_error FROM sandbox_pg.sandbox_pg_webhook WHERE payment_key = $1`, key).
 			Scan(&attempts, &lastError)
 		return attempts > 0
 	})
@@ -406,7 +406,7 @@ func TestWebhook_PostgresDown(t *testing.T) {
 	unblock()
 	waitFor(t, "the webhook delivered", func() bool {
 		var delivered bool
-		pgDB.Pool.QueryRow(context.Background(), `SELECT delivered_at IS NOT NULL FROM sandbox_pg_webhook WHERE payment_key = $1`, key).Scan(&delivered)
+		pgDB.Pool.QueryRow(context.Background(), `SELECT delivered_at IS NOT NULL FROM sandbox_pg.sandbox_pg_webhook WHERE payment_key = $1`, key).Scan(&delivered)
 		return delivered
 	})
 	if n := app.queryInt(t, `SELECT count(*) FROM payment WHERE order_id = $1 AND outcome = 'confirmed'`, o.OrderID); n != 1 {

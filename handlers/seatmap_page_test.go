@@ -13,7 +13,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/brotli"
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
 // rawGet sends GET path as c with the headers and returns the answer with
@@ -145,7 +145,7 @@ func TestSeatMap_SharedPage(t *testing.T) {
 		wantStatus(t, resp, http.StatusCreated)
 		var o orderAnswer
 		decodeJSON(t, resp, &o)
-		wantStatus(t, buyer.do("GET", app.payAtSandbox(t, buyer, o, "pay", payment.ScenarioDefault), nil, "Accept: application/json"), http.StatusOK)
+		wantStatus(t, buyer.do("GET", app.payAtSandbox(t, buyer, o, "pay", sandbox.ScenarioDefault), nil, "Accept: application/json"), http.StatusOK)
 
 		resp, _ = rawGet(t, fan, path, en, "If-None-Match: "+etag)
 		wantStatus(t, resp, http.StatusNotModified) // the map is the same for every fan, sale or not

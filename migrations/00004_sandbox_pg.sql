@@ -1,5 +1,5 @@
 -- +goose Up
--- The sandbox PG (payment/sandbox.go) stands in for Toss Payments in
+-- The sandbox PG (payment/sandbox) stands in for Toss Payments in
 -- development and tests. Its state lives here, not in memory, so that a
 -- payment it authenticated or confirmed outlives the process, as a real PG's
 -- does. Nothing of boxoffice's own reads these tables.
@@ -56,6 +56,6 @@ CREATE TABLE sandbox_pg_webhook (
 CREATE INDEX sandbox_pg_webhook_pending ON sandbox_pg_webhook (id) WHERE delivered_at IS NULL AND failed_at IS NULL;
 
 -- +goose Down
-DROP TABLE sandbox_pg_webhook;
-DROP TABLE sandbox_pg_idempotency;
-DROP TABLE sandbox_pg_payment;
+DROP TABLE IF EXISTS sandbox_pg_webhook;
+DROP TABLE IF EXISTS sandbox_pg_idempotency;
+DROP TABLE IF EXISTS sandbox_pg_payment;

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -48,7 +48,7 @@ type checkoutEnv struct {
 	Holds  *store.Holds
 	Orders *store.Orders
 	PG     *toss.Client
-	SB     *payment.Sandbox
+	SB     *sandbox.Sandbox
 	Clock  *testClock
 	Event  fixtureEvent
 	srv    *httptest.Server
@@ -98,8 +98,8 @@ func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
 	mux.HandleFunc("POST /payments/webhook", env.serveWebhook)
 	env.srv = httptest.NewServer(mux)
 	tb.Cleanup(env.srv.Close)
-	env.SB, err = payment.NewSandbox(payment.SandboxConfig{
-		Provider:    payment.ProviderSandbox,
+	env.SB, err = sandbox.New(context.Background(), sandbox.Config{
+		Provider:    sandbox.Provider,
 		Pool:        env.DB.Pool,
 		SecretKey:   pgSecret,
 		WebhookURL:  env.srv.URL + "/payments/webhook",
@@ -322,10 +322,10 @@ func (env *checkoutEnv) checkInvariants(tb testing.TB) {
 			  SELECT count(*) FROM ticket t JOIN orders o ON o.id = t.order_id
 			  WHERE o.event_id = pc.event_id AND o.account_id = pc.account_id)`},
 		{"payments DONE at the PG that are neither confirmed nor being refunded", `
-			SELECT count(*) FROM sandbox_pg_payment sp WHERE sp.status = 'DONE' AND NOT EXISTS (
+			SELECT count(*) FROM sandbox_pg.sandbox_pg_payment sp WHERE sp.status = 'DONE' AND NOT EXISTS (
 			  SELECT 1 FROM payment p WHERE p.payment_key = sp.payment_key AND p.outcome IN ('confirmed', 'refund_pending'))`},
 		{"confirmed payments not DONE at the PG, or refunded ones not CANCELED", `
-			SELECT count(*) FROM payment p JOIN sandbox_pg_payment sp ON sp.payment_key = p.payment_key
+			SELECT count(*) FROM payment p JOIN sandbox_pg.sandbox_pg_payment sp ON sp.payment_key = p.payment_key
 			WHERE (p.outcome = 'confirmed' AND sp.status <> 'DONE') OR (p.outcome = 'refunded' AND sp.status <> 'CANCELED')`},
 	}
 	for _, c := range checks {

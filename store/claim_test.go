@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -48,7 +48,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 	for round := range rounds {
 		labels := ev.Labels[round*seats : (round+1)*seats]
 		o := env.order(t, env.account(t), labels...)
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		env.expire(t)
 		if mine, _ := env.myHolds(t, o.AccountID); len(mine) != 0 {
 			t.Fatalf("round %d: the buyer still holds %v after the expiry", round, mine)
@@ -271,7 +271,7 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	ev := env.Event
 	seats := []string{ev.R[0], ev.R[1]}
 	o := env.order(t, env.account(t), seats...)
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	env.expire(t)
 	rival := env.account(t)
 	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
@@ -359,7 +359,7 @@ func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 	ev := env.Event
 	seats := []string{ev.R[0], ev.R[1]}
 	o := env.order(t, env.account(t), seats...)
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	env.expire(t)
 	other, err := store.NewHolds(env.DB, env.R, nil) // the instance that loses PostgreSQL
 	if err != nil {
@@ -432,14 +432,14 @@ func TestOrders_Confirm_RefundEndsClaim(t *testing.T) {
 	ev := env.Event
 	buyer := env.account(t)
 	o := env.order(t, buyer, ev.R[0], ev.R[1], ev.R[2])
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	for _, seat := range ev.R[1:3] {
 		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, seat); err != nil {
 			t.Fatal(err)
 		}
 	}
 	other := env.order(t, env.account(t), ev.R[1])
-	k2, a2 := env.pay(t, other, payment.ScenarioWebhookNever)
+	k2, a2 := env.pay(t, other, sandbox.ScenarioWebhookNever)
 	wantOrder(t, env.mustRedirect(t, other.ID, k2, a2).Order, boxoffice.OrderConfirmed, "")
 	ownKey := env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.R[0])
 	kept, err := env.R.Client.PExpireTime(ctx, ownKey).Result()

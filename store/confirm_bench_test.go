@@ -4,7 +4,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
 // BenchmarkOrders_Confirm measures the confirmation of paid orders (the
@@ -21,7 +21,7 @@ func BenchmarkOrders_Confirm(b *testing.B) {
 	orders := make([]paid, b.N)
 	for i := range orders {
 		o := env.order(b, env.account(b), env.Event.Labels[i])
-		key, amount := env.pay(b, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(b, o, sandbox.ScenarioWebhookNever)
 		orders[i] = paid{o.ID, key, amount}
 	}
 	work := make(chan paid)

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/redis/go-redis/v9"
@@ -74,12 +74,12 @@ func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
 
 	buyer := env.account(t)
 	o := env.order(t, buyer, ev.R[0], ev.R[1])
-	k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
-	k2, a2 := env.pay(t, o, payment.ScenarioWebhookNever)
+	k1, a1 := env.pay(t, o, sandbox.ScenarioWebhookNever)
+	k2, a2 := env.pay(t, o, sandbox.ScenarioWebhookNever)
 
 	other := env.account(t)
 	o2 := env.order(t, other, ev.S[0])
-	k3, a3 := env.pay(t, o2, payment.ScenarioWebhookNever)
+	k3, a3 := env.pay(t, o2, sandbox.ScenarioWebhookNever)
 	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: other}, ev.S[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 	t.Run("AfterASale", func(t *testing.T) {
 		buyer := env.account(t)
 		o := env.order(t, buyer, ev.R[0], ev.R[1])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		finish := lateRepeat(t, o, key)
 		first := env.mustRedirect(t, o.ID, key, amount)
 		wantOrder(t, first.Order, boxoffice.OrderConfirmed, "")
@@ -181,7 +181,7 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 	t.Run("AfterARefund", func(t *testing.T) {
 		buyer := env.account(t)
 		o := env.order(t, buyer, ev.S[0])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.S[0]); err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
 		buyer := env.account(t)
 		seats := []string{ev.Labels[2*round], ev.Labels[2*round+1]}
 		o := env.order(t, buyer, seats...)
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		var rivalHeld atomic.Int64
 		storetest.AtOnce(100+len(rivals), func(i int) {
 			if i >= 100 {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 )
 
@@ -34,7 +34,7 @@ func TestOrders_Confirm_PGRefusesTheKey(t *testing.T) {
 	env := newCheckoutEnv(t, 6)
 	ctx := context.Background()
 	o := env.order(t, env.account(t), env.Event.R[0])
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	for _, code := range []string{boxoffice.PGInvalidAPIKey, boxoffice.PGUnauthorizedKey} {
 		refusing := env.newOrders(&refusingPG{Client: env.PG, err: &boxoffice.PGError{Status: http.StatusBadRequest, Code: code, Message: "bad key"}})
 		_, err := refusing.Confirm(ctx, o.ID, key, &amount)

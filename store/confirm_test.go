@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
@@ -28,17 +28,17 @@ func TestOrders_Confirm_Scenarios(t *testing.T) {
 		pgStatus    boxoffice.PaymentStatus
 		minWebhooks int // webhooks the sandbox delivers, each answered 200
 	}{
-		{payment.ScenarioDefault, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
-		{payment.ScenarioWebhookTwice, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 2},
-		{payment.ScenarioWebhookLate, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
-		{payment.ScenarioWebhookBeforeRedirect, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
-		{payment.ScenarioWebhookNever, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 0},
+		{sandbox.ScenarioDefault, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{sandbox.ScenarioWebhookTwice, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 2},
+		{sandbox.ScenarioWebhookLate, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{sandbox.ScenarioWebhookBeforeRedirect, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 1},
+		{sandbox.ScenarioWebhookNever, boxoffice.OrderConfirmed, "", boxoffice.PaymentConfirmed, boxoffice.PaymentStatusDone, 0},
 		// The redirect's amount is not the order's: the PG is never asked to confirm.
-		{payment.ScenarioTamperAmount, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
+		{sandbox.ScenarioTamperAmount, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
 		// Paid less (and redirected with that amount): never confirmed.
-		{payment.ScenarioPayLess, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
+		{sandbox.ScenarioPayLess, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch, "", boxoffice.PaymentStatusInProgress, 0},
 		// The card is refused at confirmation: the order stays payable.
-		{payment.ScenarioRejectCard, boxoffice.OrderPendingPayment, boxoffice.ReasonPaymentFailed, boxoffice.PaymentRejected, boxoffice.PaymentStatusAborted, 1},
+		{sandbox.ScenarioRejectCard, boxoffice.OrderPendingPayment, boxoffice.ReasonPaymentFailed, boxoffice.PaymentRejected, boxoffice.PaymentStatusAborted, 1},
 	}
 	for i, tt := range tests {
 		name := tt.scenario
@@ -92,9 +92,9 @@ func TestOrders_Confirm_Scenarios(t *testing.T) {
 
 	t.Run("PayAgainAfterRefusal", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.R[10])
-		key, amount := env.pay(t, o, payment.ScenarioRejectCard)
+		key, amount := env.pay(t, o, sandbox.ScenarioRejectCard)
 		env.mustRedirect(t, o.ID, key, amount)
-		key, amount = env.pay(t, o, payment.ScenarioDefault)
+		key, amount = env.pay(t, o, sandbox.ScenarioDefault)
 		c := env.mustRedirect(t, o.ID, key, amount)
 		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
 	})
@@ -110,7 +110,7 @@ func TestOrders_Confirm_RedirectAndWebhookRace(t *testing.T) {
 	ctx := context.Background()
 	for round := range 100 {
 		o := env.order(t, env.account(t), env.Event.Labels[round])
-		key, amount := env.pay(t, o, payment.ScenarioDefault)
+		key, amount := env.pay(t, o, sandbox.ScenarioDefault)
 		results := make([]*boxoffice.Confirmation, 2)
 		storetest.AtOnce(2, func(i int) {
 			var err error
@@ -148,7 +148,7 @@ func TestOrders_Confirm_Storm(t *testing.T) {
 	ctx := context.Background()
 	for round := range 2 {
 		o := env.order(t, env.account(t), env.Event.Labels[round], env.Event.Labels[10+round])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		var mu sync.Mutex
 		tickets := map[string]int{}
 		storetest.AtOnce(200, func(i int) {
@@ -184,7 +184,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 	t.Run("TenAtOnce", func(t *testing.T) {
 		for round := range 5 {
 			o := env.order(t, env.account(t), env.Event.R[round])
-			key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+			key, _ := env.pay(t, o, sandbox.ScenarioWebhookNever)
 			p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
 			if err != nil {
 				t.Fatal(err)
@@ -203,7 +203,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 
 	t.Run("TwoEvents", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.S[0], env.Event.S[1])
-		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, _ := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
 		if err != nil {
 			t.Fatal(err)
@@ -226,7 +226,7 @@ func TestOrders_ConfirmWebhook_Repeats(t *testing.T) {
 
 	t.Run("Forged", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.S[5])
-		key, _ := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, _ := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		for _, p := range []*boxoffice.Payment{
 			{PaymentKey: "tsbx-no-such-payment", OrderID: o.ID},                         // unknown to the PG
 			{PaymentKey: key, OrderID: env.order(t, env.account(t), env.Event.S[6]).ID}, // another order's
@@ -257,7 +257,7 @@ func TestOrders_Confirm_OtherOrdersRedirectFirst(t *testing.T) {
 		if buyer.Amount != stranger.Amount {
 			t.Fatalf("orders of %d and %d: the test needs one amount", buyer.Amount, stranger.Amount)
 		}
-		key, amount := env.pay(t, buyer, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, buyer, sandbox.ScenarioWebhookNever)
 
 		_, err := env.redirect(stranger.ID, key, amount)
 		wantError(t, err, boxoffice.EBADREQUEST)
@@ -290,7 +290,7 @@ func TestOrders_Confirm_WebhookBeforeCommit(t *testing.T) {
 	env := newCheckoutEnv(t, 20)
 	ctx := context.Background()
 	o := env.order(t, env.account(t), env.Event.R[0])
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 
 	inTx, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -344,8 +344,8 @@ func TestOrders_Confirm_CrashAfterPGConfirm(t *testing.T) {
 		scenario string
 		finish   func(t *testing.T)
 	}{
-		{"Webhook", payment.ScenarioDefault, func(t *testing.T) { env.SB.Wait() }},
-		{"Reconciler", payment.ScenarioWebhookNever, func(t *testing.T) {
+		{"Webhook", sandbox.ScenarioDefault, func(t *testing.T) { env.SB.Wait() }},
+		{"Reconciler", sandbox.ScenarioWebhookNever, func(t *testing.T) {
 			env.Clock.advance(store.DefaultReconcileGrace)
 			res, err := env.Orders.Reconcile(ctx)
 			if err != nil || res.Found < 1 || res.Failures != 0 {
@@ -360,7 +360,7 @@ func TestOrders_Confirm_CrashAfterPGConfirm(t *testing.T) {
 			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Total()); err != nil { // the money moved; then the crash
 				t.Fatal(err)
 			}
-			if tt.scenario == payment.ScenarioWebhookNever {
+			if tt.scenario == sandbox.ScenarioWebhookNever {
 				// Nothing but the reconciler can finish it. (The webhook of
 				// the other case may have done so already.)
 				wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
@@ -385,7 +385,7 @@ func TestOrders_Confirm_Late(t *testing.T) {
 
 	t.Run("SeatsFree", func(t *testing.T) {
 		o := env.order(t, env.account(t), ev.R[0], ev.R[1])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		env.expire(t)
 		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderExpired, "")
 		c := env.mustRedirect(t, o.ID, key, amount)
@@ -397,10 +397,10 @@ func TestOrders_Confirm_Late(t *testing.T) {
 
 	t.Run("SeatSoldMeanwhile", func(t *testing.T) {
 		late := env.order(t, env.account(t), ev.R[2], ev.R[3])
-		key, amount := env.pay(t, late, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, late, sandbox.ScenarioWebhookNever)
 		env.expire(t)
 		other := env.order(t, env.account(t), ev.R[3])
-		k2, a2 := env.pay(t, other, payment.ScenarioDefault)
+		k2, a2 := env.pay(t, other, sandbox.ScenarioDefault)
 		before := env.mustRedirect(t, other.ID, k2, a2).Order
 
 		c := env.mustRedirect(t, late.ID, key, amount)
@@ -426,7 +426,7 @@ func TestOrders_Confirm_Late(t *testing.T) {
 
 	t.Run("SeatHeldByAnother", func(t *testing.T) {
 		late := env.order(t, env.account(t), ev.S[0])
-		key, amount := env.pay(t, late, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, late, sandbox.ScenarioWebhookNever)
 		env.expire(t)
 		holder := env.account(t)
 		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: holder, Limit: limit, TTL: holdTTL}
@@ -452,7 +452,7 @@ func TestOrders_Confirm_ReleasedSeatHeldByAnother(t *testing.T) {
 	ev := env.Event
 	buyer := env.account(t)
 	o := env.order(t, buyer, ev.R[0], ev.R[1])
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.R[0]); err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +488,7 @@ func TestOrders_Confirm_LateSeatRace(t *testing.T) {
 		var payments []paid
 		for range buyers {
 			o := env.order(t, env.account(t), seat)
-			key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+			key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 			env.expire(t)
 			payments = append(payments, paid{o, key, amount})
 		}
@@ -532,8 +532,8 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 
 	t.Run("OneAfterTheOther", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.R[0])
-		k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
-		k2, a2 := env.pay(t, o, payment.ScenarioWebhookNever)
+		k1, a1 := env.pay(t, o, sandbox.ScenarioWebhookNever)
+		k2, a2 := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		env.mustRedirect(t, o.ID, k1, a1)
 		c := env.mustRedirect(t, o.ID, k2, a2)
 		wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
@@ -550,8 +550,8 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 	// webhook turns the rejection into a refund.
 	t.Run("ConfirmedAfterRejection", func(t *testing.T) {
 		o := env.order(t, env.account(t), env.Event.S[0])
-		k1, a1 := env.pay(t, o, payment.ScenarioWebhookNever)
-		k2, a2 := env.pay(t, o, payment.ScenarioDefault)
+		k1, a1 := env.pay(t, o, sandbox.ScenarioWebhookNever)
+		k2, a2 := env.pay(t, o, sandbox.ScenarioDefault)
 		env.mustRedirect(t, o.ID, k1, a1)
 		if c := env.mustRedirect(t, o.ID, k2, a2); c.Outcome != boxoffice.PaymentRejected {
 			t.Fatalf("second payment: %q, want rejected", c.Outcome)
@@ -570,8 +570,8 @@ func TestOrders_Confirm_TwoPayments(t *testing.T) {
 	t.Run("AtOnce", func(t *testing.T) {
 		for round := range 15 {
 			o := env.order(t, env.account(t), env.Event.Labels[1+round])
-			k1, a1 := env.pay(t, o, payment.ScenarioDefault)
-			k2, a2 := env.pay(t, o, payment.ScenarioDefault)
+			k1, a1 := env.pay(t, o, sandbox.ScenarioDefault)
+			k2, a2 := env.pay(t, o, sandbox.ScenarioDefault)
 			storetest.AtOnce(4, func(i int) {
 				key, amount := k1, a1
 				if i%2 == 1 {
@@ -620,8 +620,8 @@ func TestOrders_Confirm_LimitAtDatabase(t *testing.T) {
 			}
 		}
 		second := env.order(t, acct, seats[3:]...)
-		k1, a1 := env.pay(t, first, payment.ScenarioDefault)
-		k2, a2 := env.pay(t, second, payment.ScenarioDefault)
+		k1, a1 := env.pay(t, first, sandbox.ScenarioDefault)
+		k2, a2 := env.pay(t, second, sandbox.ScenarioDefault)
 		storetest.AtOnce(2, func(i int) {
 			var err error
 			if i == 0 {
@@ -659,16 +659,16 @@ func TestOrders_Reconcile(t *testing.T) {
 
 	// Authenticated, but the buyer's redirect never came.
 	lost := env.order(t, env.account(t), ev.R[0])
-	lostKey, _ := env.pay(t, lost, payment.ScenarioWebhookNever)
+	lostKey, _ := env.pay(t, lost, sandbox.ScenarioWebhookNever)
 	// Paid less, redirect lost.
 	less := env.order(t, env.account(t), ev.R[1])
-	lessKey, _ := env.pay(t, less, payment.ScenarioPayLess)
+	lessKey, _ := env.pay(t, less, sandbox.ScenarioPayLess)
 	// Never paid.
 	unpaid := env.order(t, env.account(t), ev.R[2])
 	// Too young: the redirect may still come.
 	env.Clock.advance(store.DefaultReconcileGrace)
 	young := env.order(t, env.account(t), ev.R[3])
-	youngKey, _ := env.pay(t, young, payment.ScenarioWebhookNever)
+	youngKey, _ := env.pay(t, young, sandbox.ScenarioWebhookNever)
 
 	res, err := env.Orders.Reconcile(ctx)
 	if err != nil {

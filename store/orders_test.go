@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/jackc/pgx/v5"
@@ -186,7 +186,7 @@ func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 	ctx := context.Background()
 	for round := range 20 {
 		o := env.order(t, env.account(t), env.Event.Labels[round])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		env.Clock.advance(o.ExpiresAt.Sub(env.Clock.now()))
 		storetest.AtOnce(2, func(i int) {
 			if i == 0 {
@@ -317,7 +317,7 @@ func TestOrders_ExpireOrders_KeepsAClaim(t *testing.T) {
 	outcomes := map[boxoffice.OrderStatus]int{}
 	for round := range rounds {
 		o := env.order(t, env.account(t), ev.Labels[round])
-		key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
 		release := lockPurchases(t, env, o.AccountID)
 		confirmed := make(chan struct{})
@@ -377,10 +377,10 @@ func TestOrders_FindStuckOrders(t *testing.T) {
 
 	// Paid late for a seat sold meanwhile, while the PG cannot refund.
 	late := env.order(t, env.account(t), ev.R[0])
-	key, amount := env.pay(t, late, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, late, sandbox.ScenarioWebhookNever)
 	env.expire(t)
 	other := env.order(t, env.account(t), ev.R[0])
-	k2, a2 := env.pay(t, other, payment.ScenarioWebhookNever)
+	k2, a2 := env.pay(t, other, sandbox.ScenarioWebhookNever)
 	env.mustRedirect(t, other.ID, k2, a2)
 	env.gateway().cancelDown.Store(true)
 	c := env.mustRedirect(t, late.ID, key, amount)

@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/redis/go-redis/v9"
@@ -123,7 +123,7 @@ func TestOutboxRelay_Confirmation(t *testing.T) {
 	t.Parallel()
 	env := newCheckoutEnv(t, 10)
 	o := env.order(t, env.account(t), env.Event.R[0], env.Event.R[1])
-	key, amount := env.pay(t, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
 	env.mustRedirect(t, o.ID, key, amount)
 	relay := &store.OutboxRelay{DB: env.DB, Redis: env.R}
 	if n, err := relay.RelayOnce(context.Background()); err != nil || n != 1 {

@@ -19,7 +19,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/e2e/invariant"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -509,9 +509,9 @@ func (s *chaosSale) order(f *chaosFan) error {
 // as our confirmation would, by a process that dies before its commit; the
 // scenario sends no webhook, so only the reconciler can find it.
 func (s *chaosSale) pay(f *chaosFan) error {
-	form := url.Values{"action": {"pay"}, "scenario": {payment.ScenarioDefault}}
+	form := url.Values{"action": {"pay"}, "scenario": {sandbox.ScenarioDefault}}
 	if f.role == roleCrashed {
-		form.Set("scenario", payment.ScenarioWebhookNever)
+		form.Set("scenario", sandbox.ScenarioWebhookNever)
 	}
 	for k, v := range f.checkout {
 		form[k] = v
@@ -556,7 +556,7 @@ func (s *chaosSale) payMidwayAndStop(f *chaosFan) error {
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var done, waiting bool
 		err := s.db.Pool.QueryRow(ctx, `SELECT
-			EXISTS (SELECT 1 FROM sandbox_pg_payment WHERE payment_key = $1 AND status = 'DONE'),
+			EXISTS (SELECT 1 FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1 AND status = 'DONE'),
 			EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock')`,
 			f.key).Scan(&done, &waiting)
 		if err != nil {
@@ -732,7 +732,7 @@ func (s *chaosSale) waitSettled(fans []*chaosFan) {
 		err := s.db.Pool.QueryRow(context.Background(), `SELECT
 			(SELECT count(*) FROM unnest($1::text[]) k WHERE NOT EXISTS (
 				SELECT 1 FROM payment p WHERE p.payment_key = k AND p.outcome IN ('confirmed', 'refunded'))),
-			(SELECT count(*) FROM sandbox_pg_webhook WHERE delivered_at IS NULL)`, keys).Scan(&unsettled, &undelivered)
+			(SELECT count(*) FROM sandbox_pg.sandbox_pg_webhook WHERE delivered_at IS NULL)`, keys).Scan(&unsettled, &undelivered)
 		if err == nil && unsettled == 0 && undelivered == 0 {
 			return
 		}
@@ -755,7 +755,7 @@ func (s *chaosSale) checkPayments(fans []*chaosFan) {
 				(SELECT count(*) FROM order_item i WHERE i.order_id = o.id),
 				(SELECT count(*) FROM outbox x WHERE x.payload->>'order_id' = o.id),
 				(SELECT count(*) FROM payment q WHERE q.order_id = o.id)
-			FROM payment p JOIN orders o ON o.id = p.order_id JOIN sandbox_pg_payment sp ON sp.payment_key = p.payment_key
+			FROM payment p JOIN orders o ON o.id = p.order_id JOIN sandbox_pg.sandbox_pg_payment sp ON sp.payment_key = p.payment_key
 			WHERE p.payment_key = $1`, f.key).
 			Scan(&outcome, &status, &failure, &pgStatus, &cancels, &tickets, &sold, &items, &outbox, &rows)
 		if err != nil {
@@ -802,7 +802,7 @@ func (s *chaosSale) checkInvariants() {
 			SELECT count(*) FROM purchase_count c WHERE c.event_id = $1
 			AND c.tickets <> (SELECT count(*) FROM ticket t JOIN orders o ON o.id = t.order_id WHERE t.event_id = $1 AND o.account_id = c.account_id)`},
 		{"the PG and we agree: DONE is confirmed, CANCELED is refunded once, nothing else was confirmed at the PG", `
-			SELECT count(*) FROM sandbox_pg_payment sp LEFT JOIN payment p ON p.payment_key = sp.payment_key
+			SELECT count(*) FROM sandbox_pg.sandbox_pg_payment sp LEFT JOIN payment p ON p.payment_key = sp.payment_key
 			WHERE sp.order_id IN (SELECT id FROM orders WHERE event_id = $1) AND NOT (
 			       sp.status = 'DONE' AND p.outcome = 'confirmed' AND jsonb_array_length(sp.cancels) = 0
 			    OR sp.status = 'CANCELED' AND p.outcome = 'refunded' AND jsonb_array_length(sp.cancels) = 1)`},

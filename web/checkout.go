@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 )
@@ -21,7 +21,7 @@ type checkout struct {
 	pg        *toss.Client
 	orders    *store.Orders
 	relay     *store.OutboxRelay
-	sandbox   *payment.Sandbox // nil unless PG_PROVIDER is sandbox
+	sandbox   *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
 	reconcile time.Duration    // RECONCILE_INTERVAL
 }
 
@@ -36,7 +36,7 @@ type checkout struct {
 // was created (the buyer's redirect comes first) and asks again every four,
 // so that at the default 30 s these are store.DefaultReconcileGrace and
 // store.DefaultReconcileRecheck.
-func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
+func newCheckout(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
 	pg := &toss.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey}
 	if cfg.PGProvider == "toss" {
 		pg.CheckoutPage = cfg.BaseURL + "/payments/checkout"
@@ -52,12 +52,12 @@ func newCheckout(cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds,
 		relay:     &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
 		reconcile: cfg.ReconcileInterval,
 	}
-	if cfg.PGProvider == payment.ProviderSandbox {
+	if cfg.PGProvider == sandbox.Provider {
 		base, err := url.Parse(cfg.BaseURL) // checked by LoadConfig
 		if err != nil {
 			return nil, fmt.Errorf("BASE_URL: %w", err)
 		}
-		sb, err := payment.NewSandbox(payment.SandboxConfig{
+		sb, err := sandbox.New(ctx, sandbox.Config{
 			Provider: cfg.PGProvider, Pool: db.Pool, SecretKey: cfg.PGSecretKey,
 			WebhookURL: cfg.BaseURL + "/payments/webhook", ReturnOrigin: base.Scheme + "://" + base.Host, Logger: logger,
 		})

@@ -133,7 +133,7 @@ func TestNewCheckout_ReconcilerPace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := newCheckout(cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
+		c, err := newCheckout(context.Background(), cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	events := &store.Events{DB: db}
 	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics}
-	checkout, err := newCheckout(cfg, db, rdb, holds, logger)
+	checkout, err := newCheckout(ctx, cfg, db, rdb, holds, logger)
 	if err != nil {
 		return err
 	}

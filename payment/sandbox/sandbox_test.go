@@ -1,4 +1,4 @@
-package payment_test
+package sandbox_test
 
 import (
 	"github.com/boxoffice/boxoffice"
@@ -15,39 +15,39 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
-func TestNewSandbox(t *testing.T) {
+func TestNew(t *testing.T) {
 	db := storetest.MustOpenDB(t)
-	ok := payment.SandboxConfig{Provider: "sandbox", Pool: db.Pool, SecretKey: testSecret}
+	ok := sandbox.Config{Provider: "sandbox", Pool: db.Pool, SecretKey: testSecret}
 	tests := []struct {
 		name   string
-		change func(*payment.SandboxConfig)
+		change func(*sandbox.Config)
 	}{
-		{"ProviderToss", func(c *payment.SandboxConfig) { c.Provider = "toss" }},
-		{"ProviderEmpty", func(c *payment.SandboxConfig) { c.Provider = "" }},
-		{"ProviderCase", func(c *payment.SandboxConfig) { c.Provider = "Sandbox" }},
-		{"NoPool", func(c *payment.SandboxConfig) { c.Pool = nil }},
-		{"NoSecretKey", func(c *payment.SandboxConfig) { c.SecretKey = "" }},
+		{"ProviderToss", func(c *sandbox.Config) { c.Provider = "toss" }},
+		{"ProviderEmpty", func(c *sandbox.Config) { c.Provider = "" }},
+		{"ProviderCase", func(c *sandbox.Config) { c.Provider = "Sandbox" }},
+		{"NoPool", func(c *sandbox.Config) { c.Pool = nil }},
+		{"NoSecretKey", func(c *sandbox.Config) { c.SecretKey = "" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := ok
 			tt.change(&cfg)
-			sb, err := payment.NewSandbox(cfg)
+			sb, err := sandbox.New(context.Background(), cfg)
 			if err == nil {
 				sb.Close()
-				t.Fatalf("NewSandbox(%+v) = nil error, want a refusal", cfg)
+				t.Fatalf("New(%+v) = nil error, want a refusal", cfg)
 			}
 		})
 	}
 	t.Run("OK", func(t *testing.T) {
-		sb, err := payment.NewSandbox(ok)
+		sb, err := sandbox.New(context.Background(), ok)
 		if err != nil {
-			t.Fatalf("NewSandbox: %v", err)
+			t.Fatalf("New: %v", err)
 		}
 		if err := sb.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -107,8 +107,8 @@ func TestSandbox_CheckoutPage(t *testing.T) {
 			v, _ := o.Attr("value")
 			options = append(options, v)
 		})
-		if !slices.Equal(options, payment.Scenarios) {
-			t.Errorf("scenario options %q, want %q", options, payment.Scenarios)
+		if !slices.Equal(options, sandbox.Scenarios) {
+			t.Errorf("scenario options %q, want %q", options, sandbox.Scenarios)
 		}
 	})
 	t.Run("Invalid", func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestSandbox_CheckoutPage(t *testing.T) {
 func TestSandbox_Checkout(t *testing.T) {
 	h := newHarness(t)
 	t.Run("Pay", func(t *testing.T) {
-		q := h.pay(t, "order-pay-1", 50000, payment.ScenarioDefault)
+		q := h.pay(t, "order-pay-1", 50000, sandbox.ScenarioDefault)
 		if q.Get("orderId") != "order-pay-1" || q.Get("amount") != "50000" || q.Get("paymentType") != "NORMAL" || q.Get("paymentKey") == "" {
 			t.Fatalf("redirect query %v, want paymentKey, orderId order-pay-1, amount 50000, paymentType NORMAL", q)
 		}
@@ -217,7 +217,7 @@ func TestSandbox_Checkout(t *testing.T) {
 // refuses to send the buyer anywhere else: no open redirect on the app's
 // own address.
 func TestSandbox_ReturnOrigin(t *testing.T) {
-	h := newHarness(t, func(c *payment.SandboxConfig) { c.ReturnOrigin = "https://shop.example" })
+	h := newHarness(t, func(c *sandbox.Config) { c.ReturnOrigin = "https://shop.example" })
 	for _, tt := range []struct{ name, field, value string }{
 		{"OtherHost", "successUrl", "https://evil.example/payments/success"},
 		{"OtherScheme", "failUrl", "http://shop.example/payments/fail"},
@@ -279,7 +279,7 @@ func TestSandbox_Authentication(t *testing.T) {
 }
 
 func TestSandbox_Confirm(t *testing.T) {
-	h := newHarness(t, func(c *payment.SandboxConfig) {
+	h := newHarness(t, func(c *sandbox.Config) {
 		c.Now = func() time.Time { return time.Date(2026, 3, 1, 1, 2, 3, 456, time.UTC) }
 	})
 	ctx := context.Background()
@@ -541,7 +541,7 @@ func countAnswers(answers []apiAnswer, status int, code string) int {
 func TestSandbox_ConcurrentConfirm(t *testing.T) {
 	h := newHarness(t)
 	const goroutines, rounds = 100, 4
-	for _, scenario := range []string{payment.ScenarioDefault, payment.ScenarioWebhookTwice} {
+	for _, scenario := range []string{sandbox.ScenarioDefault, sandbox.ScenarioWebhookTwice} {
 		for round := range rounds {
 			orderID := fmt.Sprintf("order-race-%s-%d", scenario, round)
 			key := h.pay(t, orderID, 12000, scenario).Get("paymentKey")
@@ -556,7 +556,7 @@ func TestSandbox_ConcurrentConfirm(t *testing.T) {
 			}
 			h.sb.Wait()
 			want := []string{"DONE"}
-			if scenario == payment.ScenarioWebhookTwice {
+			if scenario == sandbox.ScenarioWebhookTwice {
 				want = []string{"DONE", "DONE"}
 			}
 			if got := statuses(h.recv.events(key)); !slices.Equal(got, want) {
@@ -620,7 +620,7 @@ func TestSandbox_Idempotency(t *testing.T) {
 				t.Fatalf("Cancel(%s): %v", k, err)
 			}
 		}
-		rows, err := h.db.Pool.Query(ctx, `SELECT idempotency_key FROM sandbox_pg_idempotency ORDER BY created_at, idempotency_key`)
+		rows, err := h.db.Pool.Query(ctx, `SELECT idempotency_key FROM sandbox_pg.sandbox_pg_idempotency ORDER BY created_at, idempotency_key`)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -666,20 +666,20 @@ func TestSandbox_Scenarios(t *testing.T) {
 		scenario string
 		check    func(t *testing.T, orderID string, q url.Values)
 	}{
-		{payment.ScenarioDefault, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioDefault, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			mustConfirm(t, h, key, orderID, 20000)
 			mustCancel(t, h, key)
 			h.sb.Wait()
 			wantWebhooks(t, h, key, "DONE", "CANCELED")
 		}},
-		{payment.ScenarioWebhookTwice, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioWebhookTwice, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			mustConfirm(t, h, key, orderID, 20000)
 			h.sb.Wait()
 			wantWebhooks(t, h, key, "DONE", "DONE")
 		}},
-		{payment.ScenarioWebhookLate, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioWebhookLate, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			confirmedAt := time.Now()
 			mustConfirm(t, h, key, orderID, 20000)
@@ -690,7 +690,7 @@ func TestSandbox_Scenarios(t *testing.T) {
 				t.Fatalf("webhook came %v after the confirm, want at least LateDelay %v", late, h.cfg.LateDelay)
 			}
 		}},
-		{payment.ScenarioWebhookBeforeRedirect, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioWebhookBeforeRedirect, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			// h.pay returned after the redirect: the webhook is in already.
 			wantWebhooks(t, h, key, "DONE")
@@ -701,14 +701,14 @@ func TestSandbox_Scenarios(t *testing.T) {
 			_, err = h.client.Confirm(ctx, key, orderID, won(20000))
 			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGAlreadyProcessedPayment)
 		}},
-		{payment.ScenarioWebhookNever, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioWebhookNever, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			mustConfirm(t, h, key, orderID, 20000)
 			mustCancel(t, h, key)
 			h.sb.Wait()
 			wantWebhooks(t, h, key)
 		}},
-		{payment.ScenarioTamperAmount, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioTamperAmount, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			if amountOf(t, q) == 20000 {
 				t.Fatalf("redirect amount %s, want it changed", q.Get("amount"))
@@ -720,7 +720,7 @@ func TestSandbox_Scenarios(t *testing.T) {
 			_, err := h.client.Confirm(ctx, key, orderID, won(amountOf(t, q)))
 			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRequest)
 		}},
-		{payment.ScenarioPayLess, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioPayLess, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			p, _ := h.client.GetPayment(ctx, key)
 			if amountOf(t, q) != 19000 || p.TotalAmount != 19000 {
@@ -729,7 +729,7 @@ func TestSandbox_Scenarios(t *testing.T) {
 			_, err := h.client.Confirm(ctx, key, orderID, won(20000))
 			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRequest)
 		}},
-		{payment.ScenarioRejectCard, func(t *testing.T, orderID string, q url.Values) {
+		{sandbox.ScenarioRejectCard, func(t *testing.T, orderID string, q url.Values) {
 			key := q.Get("paymentKey")
 			_, err := h.client.Confirm(ctx, key, orderID, won(20000))
 			wantAPIError(t, err, http.StatusBadRequest, boxoffice.PGInvalidRejectCard)
@@ -761,11 +761,11 @@ func TestSandbox_Scenarios(t *testing.T) {
 		})
 	}
 	t.Run("SmallAmounts", func(t *testing.T) {
-		q := h.pay(t, "order-small-1", 500, payment.ScenarioPayLess)
+		q := h.pay(t, "order-small-1", 500, sandbox.ScenarioPayLess)
 		if amountOf(t, q) != 1 {
 			t.Errorf("pay_less of 500: redirect amount %s, want 1", q.Get("amount"))
 		}
-		q = h.pay(t, "order-small-2", 1000, payment.ScenarioTamperAmount)
+		q = h.pay(t, "order-small-2", 1000, sandbox.ScenarioTamperAmount)
 		if amountOf(t, q) == 1000 || amountOf(t, q) <= 0 {
 			t.Errorf("tamper_amount of 1000: redirect amount %s, want another positive amount", q.Get("amount"))
 		}
@@ -835,14 +835,14 @@ func TestSandbox_WebhookRetries(t *testing.T) {
 	t.Run("NetworkError", func(t *testing.T) {
 		closed := newReceiver(t)
 		closed.srv.Close()
-		h := newHarness(t, func(c *payment.SandboxConfig) { c.WebhookURL = closed.srv.URL })
+		h := newHarness(t, func(c *sandbox.Config) { c.WebhookURL = closed.srv.URL })
 		key := h.pay(t, "order-retry-3", 1000, "").Get("paymentKey")
 		mustConfirm(t, h, key, "order-retry-3", 1000)
 		h.sb.Wait()
 		wantDeliveryRow(t, h, key, 1+len(h.cfg.RetryDelays), false, true)
 	})
 	t.Run("NoRetry", func(t *testing.T) {
-		h := newHarness(t, func(c *payment.SandboxConfig) { c.RetryDelays = []time.Duration{} })
+		h := newHarness(t, func(c *sandbox.Config) { c.RetryDelays = []time.Duration{} })
 		h.recv.failFirst = 1
 		key := h.pay(t, "order-retry-4", 1000, "").Get("paymentKey")
 		mustConfirm(t, h, key, "order-retry-4", 1000)
@@ -857,7 +857,7 @@ func wantDeliveryRow(t *testing.T, h *harness, key string, attempts int, deliver
 	var gotAttempts int
 	var gotDelivered, gotFailed bool
 	err := h.db.Pool.QueryRow(context.Background(), `SELECT attempts, delivered_at IS NOT NULL, failed_at IS NOT NULL
-		FROM sandbox_pg_webhook WHERE payment_key = $1`, key).Scan(&gotAttempts, &gotDelivered, &gotFailed)
+		FROM sandbox_pg.sandbox_pg_webhook WHERE payment_key = $1`, key).Scan(&gotAttempts, &gotDelivered, &gotFailed)
 	if err != nil {
 		t.Fatalf("read delivery: %v", err)
 	}
@@ -894,11 +894,11 @@ func TestSandbox_WebhookSurvivesDatabaseOutage(t *testing.T) {
 	pg := storetest.StartPostgres(t)
 	db := pg.MustOpenDB()
 	logged := &logWatch{lines: make(chan string, 100)}
-	h := newHarnessOn(t, db, func(c *payment.SandboxConfig) {
+	h := newHarnessOn(t, db, func(c *sandbox.Config) {
 		c.LateDelay = time.Second
 		c.Logger = slog.New(slog.NewTextHandler(logged, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	})
-	key := h.pay(t, "order-outage-1", 1000, payment.ScenarioWebhookLate).Get("paymentKey")
+	key := h.pay(t, "order-outage-1", 1000, sandbox.ScenarioWebhookLate).Get("paymentKey")
 	mustConfirm(t, h, key, "order-outage-1", 1000)
 	pg.Stop()
 	select { // the delivery met the database down

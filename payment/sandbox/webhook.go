@@ -1,4 +1,4 @@
-package payment
+package sandbox
 
 import (
 	"github.com/boxoffice/boxoffice"
@@ -61,7 +61,7 @@ func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.P
 	}
 	ids := make([]int64, copies)
 	for i := range ids {
-		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg_webhook (payment_key, body, next_at)
+		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg.sandbox_pg_webhook (payment_key, body, next_at)
 			VALUES ($1, $2, $3) RETURNING id`, p.PaymentKey, body, due).Scan(&ids[i])
 		if err != nil {
 			return nil, fmt.Errorf("insert webhook: %w", err)
@@ -100,7 +100,7 @@ func (s *Sandbox) spawn(id int64) <-chan struct{} {
 
 // resume starts the deliveries an earlier instance left undelivered.
 func (s *Sandbox) resume() {
-	rows, err := s.cfg.Pool.Query(s.ctx, `SELECT id FROM sandbox_pg_webhook
+	rows, err := s.cfg.Pool.Query(s.ctx, `SELECT id FROM sandbox_pg.sandbox_pg_webhook
 		WHERE delivered_at IS NULL AND failed_at IS NULL ORDER BY id`)
 	if err != nil {
 		s.logDBError("resume webhooks", err)
@@ -146,7 +146,7 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 		var finished bool
 		err := s.cfg.Pool.QueryRow(s.ctx, `SELECT next_at, lease_until, lease_owner,
 				delivered_at IS NOT NULL OR failed_at IS NOT NULL
-			FROM sandbox_pg_webhook WHERE id = $1`, id).Scan(&nextAt, &leaseUntil, &owner, &finished)
+			FROM sandbox_pg.sandbox_pg_webhook WHERE id = $1`, id).Scan(&nextAt, &leaseUntil, &owner, &finished)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return // nothing to deliver
 		} else if err != nil {
@@ -168,7 +168,7 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 		now := time.Now()
 		var body []byte
 		var attempts int
-		err = s.cfg.Pool.QueryRow(s.ctx, `UPDATE sandbox_pg_webhook SET lease_owner = $2, lease_until = $3
+		err = s.cfg.Pool.QueryRow(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook SET lease_owner = $2, lease_until = $3
 			WHERE id = $1 AND delivered_at IS NULL AND failed_at IS NULL AND next_at <= $4
 			  AND (lease_owner = $2 OR lease_until IS NULL OR lease_until <= $4)
 			RETURNING body, attempts`, id, s.owner, now.Add(webhookLease), now).Scan(&body, &attempts)
@@ -206,18 +206,18 @@ func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) (bool, er
 	more := false
 	switch {
 	case sendErr == nil:
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, delivered_at = $3, last_error = '', lease_owner = '', lease_until = NULL
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner)
 	case attempts > len(s.cfg.RetryDelays):
 		s.cfg.Logger.Warn("sandbox PG: webhook given up", "id", id, "attempts", attempts, "err", sendErr)
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, failed_at = $3, last_error = $5, lease_owner = '', lease_until = NULL
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner, sendErr.Error())
 	default:
 		next := now.Add(s.cfg.RetryDelays[attempts-1])
 		s.cfg.Logger.Info("sandbox PG: webhook failed, will retry", "id", id, "attempts", attempts, "retry_at", next, "err", sendErr)
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg_webhook
+		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, next_at = $3, lease_until = $5, last_error = $6
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, next, s.owner, next.Add(webhookLease), sendErr.Error())
 		more = true

@@ -1,4 +1,4 @@
-package payment_test
+package sandbox_test
 
 import (
 	"github.com/boxoffice/boxoffice"
@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -104,26 +104,26 @@ func (rc *receiver) callCount() int {
 // receiver.
 type harness struct {
 	db     *store.DB
-	sb     *payment.Sandbox
+	sb     *sandbox.Sandbox
 	srv    *httptest.Server
 	client *toss.Client
 	recv   *receiver
-	cfg    payment.SandboxConfig
+	cfg    sandbox.Config
 	// browser sends checkout forms without following redirects.
 	browser *http.Client
 }
 
-func newHarness(t *testing.T, opts ...func(*payment.SandboxConfig)) *harness {
+func newHarness(t *testing.T, opts ...func(*sandbox.Config)) *harness {
 	t.Helper()
 	return newHarnessOn(t, storetest.MustOpenDB(t), opts...)
 }
 
 // newHarnessOn is newHarness on the migrated database db.
-func newHarnessOn(t *testing.T, db *store.DB, opts ...func(*payment.SandboxConfig)) *harness {
+func newHarnessOn(t *testing.T, db *store.DB, opts ...func(*sandbox.Config)) *harness {
 	t.Helper()
 	h := &harness{db: db, recv: newReceiver(t)}
-	h.cfg = payment.SandboxConfig{
-		Provider:    payment.ProviderSandbox,
+	h.cfg = sandbox.Config{
+		Provider:    sandbox.Provider,
 		Pool:        h.db.Pool,
 		SecretKey:   testSecret,
 		WebhookURL:  h.recv.srv.URL + "/payments/webhook",
@@ -146,11 +146,11 @@ func newHarnessOn(t *testing.T, db *store.DB, opts ...func(*payment.SandboxConfi
 
 // startSandbox starts a sandbox on h's configuration, closed when t ends
 // (before the database, whose cleanup was registered earlier).
-func (h *harness) startSandbox(t *testing.T) *payment.Sandbox {
+func (h *harness) startSandbox(t *testing.T) *sandbox.Sandbox {
 	t.Helper()
-	sb, err := payment.NewSandbox(h.cfg)
+	sb, err := sandbox.New(context.Background(), h.cfg)
 	if err != nil {
-		t.Fatalf("NewSandbox: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := sb.Close(); err != nil {

@@ -1,4 +1,4 @@
-package payment
+package sandbox
 
 import (
 	"github.com/boxoffice/boxoffice"
@@ -93,13 +93,13 @@ func (s *Sandbox) api(op apiOp) http.HandlerFunc {
 		var deliveries []int64
 		err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 			if idemKey != "" {
-				tag, err := tx.Exec(ctx, `INSERT INTO sandbox_pg_idempotency (idempotency_key, method, path)
+				tag, err := tx.Exec(ctx, `INSERT INTO sandbox_pg.sandbox_pg_idempotency (idempotency_key, method, path)
 					VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, idemKey, r.Method, r.URL.Path)
 				if err != nil {
 					return fmt.Errorf("claim idempotency key: %w", err)
 				}
 				if tag.RowsAffected() == 0 {
-					err := tx.QueryRow(ctx, `SELECT status, body FROM sandbox_pg_idempotency
+					err := tx.QueryRow(ctx, `SELECT status, body FROM sandbox_pg.sandbox_pg_idempotency
 						WHERE idempotency_key = $1 AND method = $2 AND path = $3`, idemKey, r.Method, r.URL.Path).
 						Scan(&ans.status, &ans.body)
 					if err != nil {
@@ -113,7 +113,7 @@ func (s *Sandbox) api(op apiOp) http.HandlerFunc {
 			if err != nil || idemKey == "" {
 				return err
 			}
-			_, err = tx.Exec(ctx, `UPDATE sandbox_pg_idempotency SET status = $4, body = $5
+			_, err = tx.Exec(ctx, `UPDATE sandbox_pg.sandbox_pg_idempotency SET status = $4, body = $5
 				WHERE idempotency_key = $1 AND method = $2 AND path = $3`, idemKey, r.Method, r.URL.Path, ans.status, ans.body)
 			if err != nil {
 				return fmt.Errorf("store idempotent answer: %w", err)
@@ -190,7 +190,7 @@ func (s *Sandbox) confirmAPI(ctx context.Context, tx pgx.Tx, _ *http.Request, bo
 // 400 INVALID_REQUEST when orderId or amount differ from the payment's, 400
 // ALREADY_PROCESSED_PAYMENT when it left IN_PROGRESS before.
 func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []int64, error) {
-	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg_payment SET
+	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg.sandbox_pg_payment SET
 			status = CASE WHEN scenario = $4 THEN 'ABORTED' ELSE 'DONE' END,
 			approved_at = CASE WHEN scenario = $4 THEN NULL ELSE $5::timestamptz END,
 			failure_code = CASE WHEN scenario = $4 THEN $6::text ELSE '' END,
@@ -219,7 +219,7 @@ func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID st
 func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []int64, error) {
 	var gotOrderID string
 	var gotAmount int64
-	err := tx.QueryRow(ctx, `SELECT order_id, total_amount FROM sandbox_pg_payment WHERE payment_key = $1`, paymentKey).
+	err := tx.QueryRow(ctx, `SELECT order_id, total_amount FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, paymentKey).
 		Scan(&gotOrderID, &gotAmount)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -236,14 +236,14 @@ func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, ord
 // (docs.tosspayments.com/reference#paymentkey로-결제-조회): 200 and the
 // boxoffice.Payment, or 404 NOT_FOUND_PAYMENT.
 func (s *Sandbox) getPaymentAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []int64, error) {
-	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg_payment WHERE payment_key = $1`, r.PathValue("paymentKey"))
+	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, r.PathValue("paymentKey"))
 }
 
 // getPaymentByOrderAPI handles GET /v1/payments/orders/{orderId}
 // (docs.tosspayments.com/reference#orderid로-결제-조회): 200 and the order's
 // latest payment, or 404 NOT_FOUND_PAYMENT.
 func (s *Sandbox) getPaymentByOrderAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []int64, error) {
-	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg_payment WHERE order_id = $1
+	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg.sandbox_pg_payment WHERE order_id = $1
 		ORDER BY seq DESC LIMIT 1`, r.PathValue("orderId"))
 }
 
@@ -281,7 +281,7 @@ func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, bod
 	}
 	paymentKey := r.PathValue("paymentKey")
 	// Every expression reads the row as it was before the UPDATE.
-	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg_payment SET
+	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg.sandbox_pg_payment SET
 			status = CASE WHEN coalesce($5::bigint, balance_amount) = balance_amount THEN 'CANCELED' ELSE 'PARTIAL_CANCELED' END,
 			balance_amount = balance_amount - coalesce($5::bigint, balance_amount),
 			last_transaction_key = $4,
@@ -307,7 +307,7 @@ func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, bod
 // cancelRefused says why cancel changed nothing (see confirmRefused).
 func (s *Sandbox) cancelRefused(ctx context.Context, tx pgx.Tx, paymentKey string) (apiAnswer, []int64, error) {
 	var status boxoffice.PaymentStatus
-	err := tx.QueryRow(ctx, `SELECT status FROM sandbox_pg_payment WHERE payment_key = $1`, paymentKey).Scan(&status)
+	err := tx.QueryRow(ctx, `SELECT status FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, paymentKey).Scan(&status)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return answerNotFound, nil, nil

@@ -1,6 +1,20 @@
-package payment
+// Package sandbox is a payment gateway (PG) of our own for development and
+// tests: it answers the Toss Payments API (confirm, look-up, cancel, the
+// webhooks) like Toss does, with a checkout page in place of Toss's payment
+// window, and keeps its state in PostgreSQL in a schema of its own,
+// sandbox_pg, which it creates at start-up. It runs only with
+// PG_PROVIDER=sandbox. The app reaches it over HTTP with payment/toss's
+// client, exactly as it would reach Toss.
+//
+// The model (docs.tosspayments.com/guides/v2/payment-widget/integration,
+// "결제 승인"): the buyer authenticates at the PG, which redirects to the
+// merchant's successUrl with paymentKey, orderId and amount; nothing is charged
+// until the merchant confirms with POST /v1/payments/confirm, within about 10
+// minutes. README.md ("Payments") has the rest.
+package sandbox
 
 import (
+	_ "embed"
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/payment/toss"
 
@@ -23,8 +37,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ProviderSandbox is the PG_PROVIDER value under which the sandbox runs.
-const ProviderSandbox = "sandbox"
+// Provider is the PG_PROVIDER value under which the sandbox runs.
+const Provider = "sandbox"
 
 // Currencies are the ISO 4217 codes the sandbox takes payments in: won, as
 // Toss's payment window for a Korean merchant (toss.TossCurrencies).
@@ -39,7 +53,7 @@ const (
 	ScenarioDefault = ""
 	// ScenarioWebhookTwice sends every webhook twice, concurrently.
 	ScenarioWebhookTwice = "webhook_twice"
-	// ScenarioWebhookLate sends every webhook SandboxConfig.LateDelay after the change.
+	// ScenarioWebhookLate sends every webhook Config.LateDelay after the change.
 	ScenarioWebhookLate = "webhook_late"
 	// ScenarioWebhookBeforeRedirect makes the sandbox confirm the payment
 	// itself (DONE) and deliver the webhook before it redirects the buyer, so
@@ -65,7 +79,7 @@ var Scenarios = []string{
 	ScenarioWebhookNever, ScenarioTamperAmount, ScenarioPayLess, ScenarioRejectCard,
 }
 
-// Defaults of SandboxConfig.
+// Defaults of Config.
 const (
 	DefaultLateDelay = 30 * time.Second
 	// maxRequestBytes bounds a request body of the sandbox.
@@ -73,7 +87,7 @@ const (
 )
 
 // DefaultRetryDelays are the waits between webhook attempts when
-// SandboxConfig.RetryDelays is nil: seven retries, like Toss (which spreads
+// Config.RetryDelays is nil: seven retries, like Toss (which spreads
 // them over about four days, docs.tosspayments.com/guides/v2/webhook), but
 // sooner, since the sandbox serves development and tests.
 var DefaultRetryDelays = []time.Duration{
@@ -83,13 +97,14 @@ var DefaultRetryDelays = []time.Duration{
 // kst is Korea's time zone (no daylight saving), in which Toss writes times.
 var kst = time.FixedZone("KST", 9*60*60)
 
-// SandboxConfig configures a Sandbox.
-type SandboxConfig struct {
+// Config configures a Sandbox.
+type Config struct {
 	// Provider is the configured PG_PROVIDER; anything but "sandbox" makes
-	// NewSandbox refuse.
+	// New refuse.
 	Provider string
-	// Pool is the PostgreSQL pool holding the sandbox_pg_* tables
-	// (migrations/00004_sandbox_pg.sql).
+	// Pool is the PostgreSQL pool in whose database the sandbox keeps its
+	// tables, in the schema sandbox_pg (Schema, schema.sql), which New
+	// creates if it is missing.
 	Pool *pgxpool.Pool
 	// SecretKey is the API key the sandbox accepts in Basic authentication.
 	SecretKey string
@@ -136,7 +151,7 @@ type SandboxConfig struct {
 // Close stops; an instance started later delivers what is left. It is safe
 // for concurrent use.
 type Sandbox struct {
-	cfg   SandboxConfig
+	cfg   Config
 	mux   *http.ServeMux
 	owner string // this instance's name on the webhook leases it holds
 
@@ -150,19 +165,49 @@ type Sandbox struct {
 	active  map[int64]*delivery // deliveries running in this instance, by id
 }
 
-// NewSandbox returns a sandbox PG and starts delivering the webhooks that an
+// Schema is the PostgreSQL schema of the sandbox's tables.
+const Schema = "sandbox_pg"
+
+// schemaSQL creates the schema and its tables if they are missing.
+//
+//go:embed schema.sql
+var schemaSQL string
+
+// schemaLock is the key of the advisory lock under which instances starting
+// together create the schema one at a time (CREATE ... IF NOT EXISTS is not
+// safe against a concurrent CREATE).
+const schemaLock = 4242015
+
+// createSchema creates the sandbox's schema and tables where they are
+// missing, in one transaction under an advisory lock; it changes nothing
+// where they exist.
+func createSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, schemaLock); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, schemaSQL)
+		return err
+	})
+}
+
+// New returns a sandbox PG and starts delivering the webhooks that an
 // earlier instance left undelivered. Errors: when cfg.Provider is not
 // "sandbox" (the sandbox must never stand in for a real PG), and when Pool or
-// SecretKey is missing. Call Close before closing the pool.
-func NewSandbox(cfg SandboxConfig) (*Sandbox, error) {
-	if cfg.Provider != ProviderSandbox {
-		return nil, fmt.Errorf("sandbox PG: refusing to run with PG_PROVIDER %q: it runs only when PG_PROVIDER is %q", cfg.Provider, ProviderSandbox)
+// SecretKey is missing, and PostgreSQL's when the schema cannot be created
+// (see createSchema). Call Close before closing the pool.
+func New(ctx context.Context, cfg Config) (*Sandbox, error) {
+	if cfg.Provider != Provider {
+		return nil, fmt.Errorf("sandbox PG: refusing to run with PG_PROVIDER %q: it runs only when PG_PROVIDER is %q", cfg.Provider, Provider)
 	}
 	if cfg.Pool == nil {
 		return nil, errors.New("sandbox PG: no database pool")
 	}
 	if cfg.SecretKey == "" {
 		return nil, errors.New("sandbox PG: no secret key")
+	}
+	if err := createSchema(ctx, cfg.Pool); err != nil {
+		return nil, fmt.Errorf("sandbox PG: create schema %s: %w", Schema, err)
 	}
 	if cfg.LateDelay == 0 {
 		cfg.LateDelay = DefaultLateDelay
@@ -225,7 +270,7 @@ func (s *Sandbox) Close() error {
 	s.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := s.cfg.Pool.Exec(ctx, `UPDATE sandbox_pg_webhook SET lease_owner = '', lease_until = NULL
+	_, err := s.cfg.Pool.Exec(ctx, `UPDATE sandbox_pg.sandbox_pg_webhook SET lease_owner = '', lease_until = NULL
 		WHERE lease_owner = $1 AND delivered_at IS NULL AND failed_at IS NULL`, s.owner)
 	if err != nil {
 		return fmt.Errorf("sandbox PG: release webhook leases: %w", err)
@@ -368,7 +413,7 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 	paymentKey := "tsbx" + rand.Text()
 	var deliveries []int64
 	err := pgx.BeginFunc(r.Context(), s.cfg.Pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(r.Context(), `INSERT INTO sandbox_pg_payment
+		_, err := tx.Exec(r.Context(), `INSERT INTO sandbox_pg.sandbox_pg_payment
 			(payment_key, order_id, order_name, status, total_amount, balance_amount, scenario, requested_at)
 			VALUES ($1, $2, $3, $4, $5, $5, $6, $7)`,
 			paymentKey, f.orderID, f.orderName, boxoffice.PaymentStatusInProgress, amount, f.scenario, s.now())
