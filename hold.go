@@ -184,10 +184,11 @@ type HoldService interface {
 	// time left until the first ends (none: an empty list and 0).
 	MyHolds(ctx context.Context, eventID, accountID int64) ([]string, time.Duration, error)
 	// ExtendHolds moves the expiry of those of labels that the account still
-	// holds to ttl from now (never earlier than it was). Errors: ESEATTAKEN
+	// holds to ttl from now (never earlier than it was), for the order
+	// orderID, whose expiry then ends only those holds. Errors: ESEATTAKEN
 	// with Details["seats"] the labels no longer held (the others were
 	// extended).
-	ExtendHolds(ctx context.Context, eventID, accountID int64, labels []string, ttl time.Duration) error
+	ExtendHolds(ctx context.Context, eventID, accountID int64, orderID string, labels []string, ttl time.Duration) error
 	// MarkSold records in Redis, after the confirmation committed, that
 	// labels are sold and that the account bought boughtTotal tickets of the
 	// event in all, and ends the holds on those seats.

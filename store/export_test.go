@@ -25,3 +25,7 @@ func SetAfterSoldRead(h *Holds, f func()) { h.afterSoldRead = f }
 
 // LoadTimeout is how long a load of the sold-seat cache may take.
 const LoadTimeout = loadTimeout
+
+// SetBeforeRelease makes ExpireOrders call f between its read of a due
+// order and the release of the order's holds.
+func SetBeforeRelease(s *Orders, f func(orderID string)) { s.beforeRelease = f }

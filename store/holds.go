@@ -61,6 +61,8 @@ const loadTimeout = 30 * time.Second
 // it at once. Its keys, all with the event's hash tag {e}:
 //
 //	seat:lock:{e}:<label>  string: the holding account id, expiring with the hold
+//	seat:order:{e}:<label> string: the order whose checkout extended the hold
+//	                       (ExtendHolds), expiring at the same millisecond
 //	hold:{e}:<account>     zset label -> expiry (Unix ms): the account's holds
 //	held:{e}               zset label -> expiry (Unix ms): every held seat
 //	holder:{e}             hash label -> account id, pruned with held:{e}
@@ -673,11 +675,14 @@ func (h *Holds) MyHolds(ctx context.Context, eventID, accountID int64) ([]string
 
 // ExtendHolds sets the expiry of each of labels that the account still holds
 // to ttl (whole milliseconds) from now on Redis's clock, unless it was later
-// already, in one Lua script; checkout calls it to keep the seats through the
-// payment window. Errors: ESEATTAKEN with Details["seats"] the labels the
-// account no longer holds (expired, released, sold or never held); the others
-// were extended all the same. A ttl under 1 ms is a programming error.
-func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, labels []string, ttl time.Duration) error {
+// already, and records orderID on each of them (seat:order:{e}:<label>,
+// expiring with the hold), in one Lua script; checkout calls it to keep the
+// seats through the order's payment window. The order's expiry then ends only
+// those holds (releaseOrder). Errors: ESEATTAKEN with Details["seats"] the
+// labels the account no longer holds (expired, released, sold or never held);
+// the others were extended all the same. A ttl under 1 ms is a programming
+// error.
+func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, orderID string, labels []string, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("extend holds: TTL %v must be positive", ttl)
 	}
@@ -685,9 +690,9 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, label
 		return nil
 	}
 	keys := []string{h.holdKey(eventID, accountID), h.Redis.Key("held:{%d}", eventID)}
-	args := []any{accountID, ttl.Milliseconds()}
+	keys = append(keys, h.seatKeys(eventID, labels)...)
+	args := []any{accountID, ttl.Milliseconds(), orderID}
 	for _, l := range labels {
-		keys = append(keys, h.lockKey(eventID, l))
 		args = append(args, l)
 	}
 	res, err := holdExtendScript.Run(ctx, h.Redis.Client, keys, args...).StringSlice()
@@ -702,6 +707,16 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, label
 		}
 	}
 	return nil
+}
+
+// seatKeys returns the seats' seat:lock:{e}:<label> keys, then their
+// seat:order:{e}:<label> keys, each in labels' order.
+func (h *Holds) seatKeys(eventID int64, labels []string) []string {
+	keys := make([]string, 2*len(labels))
+	for i, l := range labels {
+		keys[i], keys[len(labels)+i] = h.lockKey(eventID, l), h.Redis.Key("seat:order:{%d}:%s", eventID, l)
+	}
+	return keys
 }
 
 // MarkSold records in Redis, in one Lua script, a sale that PostgreSQL
@@ -744,8 +759,10 @@ const orderMarkerTTL = 10 * expireTimeout
 // that its expiry found due (orderID), in one Lua script, unless the order's
 // marker is there: the first call for the order releases and sets it, and a
 // later call, or one after the order's confirmation claimed its seats
-// (claimSeats), changes nothing. Seats held by another account are left
-// alone. Errors: Redis's (then nothing was released).
+// (claimSeats), changes nothing. Only the holds this order extended end (see
+// ExtendHolds): a newer hold of the account on one of the seats, taken after
+// the order's own ended or extended by a newer order, stays, as do seats held
+// by another account. Errors: Redis's (then nothing was released).
 func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orderID string, labels []string) error {
 	keys := []string{
 		h.orderKey(eventID, orderID),
@@ -753,9 +770,9 @@ func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orde
 		h.Redis.Key("held:{%d}", eventID),
 		h.Redis.Key("holder:{%d}", eventID),
 	}
-	args := []any{accountID, orderMarkerTTL.Milliseconds()}
+	keys = append(keys, h.seatKeys(eventID, labels)...)
+	args := []any{accountID, orderMarkerTTL.Milliseconds(), orderID}
 	for _, l := range labels {
-		keys = append(keys, h.lockKey(eventID, l))
 		args = append(args, l)
 	}
 	if err := holdReleaseOrder.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {

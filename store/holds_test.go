@@ -997,7 +997,7 @@ func TestHolds_ExtendHolds(t *testing.T) {
 	}
 	otherBefore := pttl(ev.S[0])
 
-	err := env.H.ExtendHolds(ctx, ev.ID, 1, []string{ev.R[0], ev.R[1], ev.R[2], ev.S[0]}, 10*time.Minute)
+	err := env.H.ExtendHolds(ctx, ev.ID, 1, "order-1", []string{ev.R[0], ev.R[1], ev.R[2], ev.S[0]}, 10*time.Minute)
 	e := wantError(t, err, boxoffice.ESEATTAKEN)
 	if got := e.Details["seats"].([]string); !slices.Equal(got, []string{ev.R[2], ev.S[0]}) {
 		t.Errorf("Details[seats] = %v, want %v", got, []string{ev.R[2], ev.S[0]})
@@ -1021,7 +1021,7 @@ func TestHolds_ExtendHolds(t *testing.T) {
 	}
 
 	t.Run("NeverShortens", func(t *testing.T) {
-		if err := env.H.ExtendHolds(ctx, ev.ID, 1, []string{ev.R[0]}, time.Second); err != nil {
+		if err := env.H.ExtendHolds(ctx, ev.ID, 1, "order-1", []string{ev.R[0]}, time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if d := pttl(ev.R[0]); d <= 9*time.Minute {
@@ -1036,7 +1036,7 @@ func TestHolds_ExtendHolds(t *testing.T) {
 			if i%2 == 1 {
 				acct = int64(100 + i)
 			}
-			err := env.H.ExtendHolds(ctx, ev.ID, acct, []string{ev.S[5]}, time.Minute)
+			err := env.H.ExtendHolds(ctx, ev.ID, acct, "order-3", []string{ev.S[5]}, time.Minute)
 			if acct == 3 && err != nil {
 				t.Errorf("holder extending: %v", err)
 			} else if acct != 3 {

@@ -59,6 +59,9 @@ type Orders struct {
 	// beforeCommit, when set (tests), runs inside the confirmation
 	// transaction just before it commits.
 	beforeCommit func(orderID, paymentKey string)
+	// beforeRelease, when set (tests), runs in ExpireOrders between its read
+	// of a due order and the release of its holds.
+	beforeRelease func(orderID string)
 }
 
 func (s *Orders) window() time.Duration {
@@ -176,7 +179,7 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 	if err != nil {
 		return nil, fmt.Errorf("create order: %w", err)
 	}
-	err = s.Holds.ExtendHolds(ctx, eventID, accountID, labels, expiresAt.Sub(now).Truncate(time.Millisecond))
+	err = s.Holds.ExtendHolds(ctx, eventID, accountID, id, labels, expiresAt.Sub(now).Truncate(time.Millisecond))
 	if boxoffice.ErrorCode(err) == boxoffice.ESEATTAKEN {
 		if _, cerr := s.DB.Pool.Exec(context.WithoutCancel(ctx), `
 			UPDATE orders SET status = 'CANCELLED', failure_code = $2, failure_message = $3, updated_at = $4
@@ -342,7 +345,9 @@ const expireTimeout = time.Minute
 //     confirmation deciding, another instance expiring), and for each the
 //     seats whose holds go: all but seats of another payable order of the
 //     account;
-//  2. it ends those holds of the account in Redis (Holds.releaseOrder), at
+//  2. it ends those holds of the account in Redis (Holds.releaseOrder), only
+//     the holds this order's checkout extended (a newer hold of the fan on
+//     the same seat, taken or checked out again since the read, survives), at
 //     most once per order and never after the order's confirmation claimed
 //     its seats: another instance that read the order as due too must not
 //     end, later, the holds that the fan took after seeing it EXPIRED, nor
@@ -388,6 +393,9 @@ func (s *Orders) ExpireOrders(ctx context.Context) (int, error) {
 	var released []string
 	var releaseErr error
 	for _, o := range due {
+		if s.beforeRelease != nil {
+			s.beforeRelease(o.id)
+		}
 		if len(o.labels) > 0 {
 			if releaseErr = s.Holds.releaseOrder(ctx, o.event, o.accountID, o.id, o.labels); releaseErr != nil {
 				break

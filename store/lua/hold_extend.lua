@@ -1,21 +1,31 @@
--- Extends those of an account's holds that it still holds.
--- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e}, KEYS[3..] seat:lock:{e}:<label>
--- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3..] labels in KEYS' order.
+-- Extends those of an account's holds that it still holds, for an order's
+-- payment window, and records that order on each of them.
+-- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e},
+-- KEYS[3..2+n] seat:lock:{e}:<label>, KEYS[3+n..2+2n] seat:order:{e}:<label>,
+-- one of each per seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3] order id, ARGV[4..] labels.
 -- Each still-held seat's expiry becomes now + TTL unless it was later
--- already. Returns the labels no longer held by the account.
+-- already, and its seat:order key names the order, expiring at the very
+-- millisecond the hold does: the order's expiry (hold_release_order.lua)
+-- ends the hold only while both say so. Returns the labels no longer held
+-- by the account.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local acct, exp = ARGV[1], now + tonumber(ARGV[2])
+local acct, exp, order = ARGV[1], now + tonumber(ARGV[2]), ARGV[3]
+local n = (#KEYS - 2) / 2
 local lost = {}
-for i = 3, #KEYS do
-  local label = ARGV[i]
+for i = 3, 2 + n do
+  local label = ARGV[i + 1]
   local score = redis.call('ZSCORE', KEYS[1], label)
   if score and tonumber(score) >= now and redis.call('GET', KEYS[i]) == acct then
-    if tonumber(score) < exp then
+    local ends = tonumber(score)
+    if ends < exp then
+      ends = exp
       redis.call('SET', KEYS[i], acct, 'PXAT', exp)
       redis.call('ZADD', KEYS[1], exp, label)
       redis.call('ZADD', KEYS[2], exp, label)
     end
+    redis.call('SET', KEYS[i + n], order, 'PXAT', redis.call('PEXPIRETIME', KEYS[i]))
   else
     lost[#lost + 1] = label
     if score then

@@ -6,20 +6,28 @@
 -- ExpireOrders says why).
 -- KEYS[1] order:holds:{e}:<order>  the order's marker
 -- KEYS[2] hold:{e}:{acct}, KEYS[3] held:{e}, KEYS[4] holder:{e},
--- KEYS[5..] seat:lock:{e}:<label>, one per seat, in ARGV's order
--- ARGV[1] account id, ARGV[2] the marker's TTL (ms), ARGV[3..] labels
--- Each seat is released as hold_release.lua releases one: only a hold of
--- the account ends. Returns 1 when it released, 0 when the marker was there.
+-- KEYS[5..4+n] seat:lock:{e}:<label>, KEYS[5+n..4+2n] seat:order:{e}:<label>,
+-- one of each per seat, in ARGV's order
+-- ARGV[1] account id, ARGV[2] the marker's TTL (ms), ARGV[3] order id,
+-- ARGV[4..] labels
+-- A seat's hold ends only if it is the hold this order extended: held by
+-- the account, its seat:order key naming the order (hold_extend.lua) and
+-- expiring when the hold does. A newer hold of the same account on the same
+-- seat (taken after this hold ended, or extended by a newer order) has
+-- another expiry or another order, and survives. Returns 1 when it
+-- released, 0 when the marker was there.
 if not redis.call('SET', KEYS[1], 'released', 'NX', 'PX', ARGV[2]) then
   return 0
 end
-for i = 5, #KEYS do
-  local label = ARGV[i - 2]
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
+local n = (#KEYS - 4) / 2
+for i = 5, 4 + n do
+  local label = ARGV[i - 1]
+  if redis.call('GET', KEYS[i]) == ARGV[1] and redis.call('GET', KEYS[i + n]) == ARGV[3]
+      and redis.call('PEXPIRETIME', KEYS[i]) == redis.call('PEXPIRETIME', KEYS[i + n]) then
+    redis.call('DEL', KEYS[i], KEYS[i + n])
     redis.call('ZREM', KEYS[3], label)
     redis.call('HDEL', KEYS[4], label)
+    redis.call('ZREM', KEYS[2], label)
   end
-  redis.call('ZREM', KEYS[2], label)
 end
 return 1
