@@ -27,7 +27,8 @@ const (
 	// OrderExpired: not paid within the payment window; its holds are
 	// released. A payment arriving later may still confirm it.
 	OrderExpired OrderStatus = "EXPIRED"
-	// OrderCancelled: given up before payment (its holds ended at checkout).
+	// OrderCancelled: given up before payment: its holds ended at checkout
+	// (hold_lost), or a newer checkout of the account replaced it (replaced).
 	OrderCancelled OrderStatus = "CANCELLED"
 	// OrderRefunded: paid, but nothing could be sold (the seats were taken or
 	// the account's limit would be passed), so the payment is refunded. Final.
@@ -41,11 +42,12 @@ const DefaultPaymentWindow = 10 * time.Minute
 // orderMoves lists, for each status, the statuses an order may move to.
 // CONFIRMED and REFUNDED move nowhere: a failure or a late message never
 // undoes a sale. An order that may still be paid (pending or expired) may be
-// confirmed, refunded or failed; one refused or given up may only be refunded
-// (a payment that arrives for it anyway is returned).
+// confirmed, refunded, failed or cancelled (replaced by the account's newer
+// order); one refused or given up may only be refunded (a payment that
+// arrives for it anyway is returned).
 var orderMoves = map[OrderStatus][]OrderStatus{
 	OrderPendingPayment: {OrderConfirmed, OrderFailed, OrderExpired, OrderCancelled, OrderRefunded},
-	OrderExpired:        {OrderConfirmed, OrderFailed, OrderRefunded},
+	OrderExpired:        {OrderConfirmed, OrderFailed, OrderCancelled, OrderRefunded},
 	OrderFailed:         {OrderRefunded},
 	OrderCancelled:      {OrderRefunded},
 	OrderConfirmed:      nil,
@@ -92,7 +94,19 @@ const (
 	ReasonOrderClosed    = "order_closed"    // the order had failed or was given up
 	ReasonPaymentFailed  = "payment_failed"  // the PG refused the payment (a card refusal, say)
 	ReasonHoldLost       = "hold_lost"       // the holds ended while checking out
+	ReasonReplaced       = "replaced"        // the account's newer order of the event replaced it
 )
+
+// ClosedReason is the reason a payment that arrives for an order that can no
+// longer be paid (status, with its failure code) is refused or refunded:
+// replaced when the account's newer order replaced it, order_closed
+// otherwise.
+func ClosedReason(failureCode string) string {
+	if failureCode == ReasonReplaced {
+		return ReasonReplaced
+	}
+	return ReasonOrderClosed
+}
 
 // Order is a fan's purchase of seats of one event. Amount is the sum of the
 // items' prices in the minor unit of Currency, computed by the server from

@@ -21,6 +21,7 @@ func TestOrderStatus_CanBecome(t *testing.T) {
 	allowed := map[[2]boxoffice.OrderStatus]bool{
 		{P, C}: true, {P, F}: true, {P, E}: true, {P, X}: true, {P, R}: true,
 		{E, C}: true, {E, F}: true, {E, R}: true, // a late payment: sold, or refunded
+		{E, X}: true, // replaced by the account's newer order
 		{F, R}: true, // a payment that arrives for a failed order is refunded
 		{X, R}: true, // likewise for one given up
 	}
@@ -58,6 +59,7 @@ func TestOrderStatusesBefore(t *testing.T) {
 		{boxoffice.OrderFailed, []boxoffice.OrderStatus{boxoffice.OrderPendingPayment, boxoffice.OrderExpired}},
 		{boxoffice.OrderRefunded, []boxoffice.OrderStatus{boxoffice.OrderPendingPayment, boxoffice.OrderFailed,
 			boxoffice.OrderExpired, boxoffice.OrderCancelled}},
+		{boxoffice.OrderCancelled, []boxoffice.OrderStatus{boxoffice.OrderPendingPayment, boxoffice.OrderExpired}},
 		{boxoffice.OrderPendingPayment, nil},
 	}
 	for _, tt := range tests {

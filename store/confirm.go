@@ -124,7 +124,7 @@ func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redire
 	case o.Status == boxoffice.OrderConfirmed:
 		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAlreadyPaid, "", false)
 	case !o.Status.CanBecome(boxoffice.OrderConfirmed):
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonOrderClosed, string(o.Status), false)
+		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ClosedReason(o.FailureCode), string(o.Status), false)
 	case confirmErr == nil || boxoffice.IsPGTemporary(confirmErr):
 		return nil, fmt.Errorf("%w (confirm: %v)", errPGUnavailable, confirmErr)
 	}
@@ -471,7 +471,11 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		case status == boxoffice.OrderConfirmed:
 			reason = boxoffice.ReasonAlreadyPaid
 		case !status.CanBecome(boxoffice.OrderConfirmed):
-			reason, detail = boxoffice.ReasonOrderClosed, string(status)
+			var failureCode string // why it closed (the order row is locked): replaced by a newer order, say
+			if err := tx.QueryRow(ctx, `SELECT failure_code FROM orders WHERE id = $1`, o.ID).Scan(&failureCode); err != nil {
+				return fmt.Errorf("read order %s: %w", o.ID, err)
+			}
+			reason, detail = boxoffice.ClosedReason(failureCode), string(status)
 		case tickets+len(labels) > limit:
 			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
 		case !claim:

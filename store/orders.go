@@ -104,7 +104,8 @@ func orderName(title string, seats int) string {
 // the event's currency. The account's checkouts are serialised on its
 // purchase_count row, and a payable order of exactly the same seats is
 // returned again instead of a second one, so that a double click makes one
-// order. After commit the holds are extended to the order's expiry; if some
+// order; otherwise the new order replaces the account's older unpaid orders
+// of the event (replaceUnpaid). After commit the holds are extended to the order's expiry; if some
 // ended meanwhile, the order is CANCELLED (hold_lost).
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
@@ -150,6 +151,9 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 			return fmt.Errorf("look up a payable order: %w", err)
 		}
 		id, expiresAt = newOrderID(), now.Add(s.window())
+		if err := replaceUnpaid(ctx, tx, eventID, accountID, id, labels, now); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `
 			WITH items AS (
 				SELECT s.label, s.grade, g.price FROM event_seat s
@@ -192,6 +196,38 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 		return nil, err // Redis is down: the order stays, and a retry returns it
 	}
 	return s.FindOrderByID(ctx, id)
+}
+
+// replaceUnpaid makes the account's new order newID of the event the only
+// one that may be paid, in the checkout's transaction (which holds the
+// account's purchase_count row, as every confirmation does): the account's
+// older orders of the event that may still be paid (PENDING_PAYMENT, or
+// EXPIRED and so payable late) become CANCELLED with the reason replaced, so
+// that no seat is ever in two live orders; a payment that still arrives for
+// one of them is refused or refunded with that reason (boxoffice.
+// ClosedReason). A seat of labels sold meanwhile (the account's own older
+// order was confirmed just before) is refused: ESEATTAKEN with
+// Details["seats"].
+func replaceUnpaid(ctx context.Context, tx pgx.Tx, eventID, accountID int64, newID string, labels []string, now time.Time) error {
+	rows, err := tx.Query(ctx, `SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, eventID, labels)
+	if err != nil {
+		return fmt.Errorf("sold seats: %w", err)
+	}
+	sold, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("sold seats: %w", err)
+	}
+	if len(sold) > 0 {
+		return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_ended_some"), Details: map[string]any{"seats": sold}}
+	}
+	_, err = tx.Exec(ctx, `
+		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
+		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6)`,
+		accountID, eventID, boxoffice.ReasonReplaced, "replaced by order "+newID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
+	if err != nil {
+		return fmt.Errorf("replace unpaid orders: %w", err)
+	}
+	return nil
 }
 
 // lockPurchases takes the account's purchase_count row for the event

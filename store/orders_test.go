@@ -162,7 +162,8 @@ func TestOrders_ExpireOrders(t *testing.T) {
 		t.Errorf("holds of the payable order's account %v, want %v", labels, []string{ev.R[2]})
 	}
 
-	// A seat of another payable order of the account keeps its hold.
+	// An order replaced by the account's newer checkout is cancelled, not
+	// expired, and the newer order keeps the holds of its seats.
 	c := env.account(t)
 	old := env.order(t, c, ev.S[0])
 	env.Clock.advance(time.Minute)
@@ -171,7 +172,7 @@ func TestOrders_ExpireOrders(t *testing.T) {
 	if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantOrder(t, env.findOrder(t, old.ID), boxoffice.OrderExpired, "")
+	wantOrder(t, env.findOrder(t, old.ID), boxoffice.OrderCancelled, boxoffice.ReasonReplaced)
 	if labels, _ := env.myHolds(t, c); !slices.Equal(labels, []string{ev.S[0], ev.S[1]}) {
 		t.Errorf("holds %v, want %v kept for the payable order", labels, []string{ev.S[0], ev.S[1]})
 	}
