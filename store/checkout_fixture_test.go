@@ -285,9 +285,11 @@ func (env *checkoutEnv) expire(tb testing.TB) {
 
 // checkInvariants asserts, after the sandbox delivered its webhooks, the
 // rules that no interleaving may break (DESIGN rules 1 to 4):
-//   - a CONFIRMED order has one confirmed payment, a sold seat and a ticket
-//     per item and one outbox row; any other order has none of them;
-//   - every account's purchase_count is its confirmed tickets, within the limit;
+//   - a CONFIRMED order has one confirmed payment, a sold seat and a live
+//     ticket per item not refunded and one order.confirmed outbox row; any
+//     other order has no live ticket, sold seat or confirmed payment, and
+//     only a refunded one has that outbox row;
+//   - every account's purchase_count is its live tickets, within the limit;
 //   - every payment the PG holds as DONE for our orders is recorded as
 //     confirmed or refund_pending (no money kept without tickets), every
 //     confirmed payment is DONE at the PG and every refunded one CANCELED.
@@ -301,32 +303,38 @@ func (env *checkoutEnv) checkInvariants(tb testing.TB) {
 		{"confirmed orders without exactly one confirmed payment", `
 			SELECT count(*) FROM orders o WHERE o.status = 'CONFIRMED'
 			  AND (SELECT count(*) FROM payment p WHERE p.order_id = o.id AND p.outcome = 'confirmed') <> 1`},
-		{"confirmed orders whose tickets or sold seats differ from their items", `
+		{"confirmed orders whose live tickets or sold seats differ from their items not refunded", `
+			WITH kept AS (SELECT i.* FROM order_item i WHERE NOT EXISTS (
+			  SELECT 1 FROM refund_item ri JOIN refund r ON r.id = ri.refund_id
+			  WHERE ri.order_id = i.order_id AND ri.seat_label = i.seat_label AND r.status = 'done'))
 			SELECT count(*) FROM orders o WHERE o.status = 'CONFIRMED' AND (
-			  (SELECT count(*) FROM ticket t WHERE t.order_id = o.id) <> (SELECT count(*) FROM order_item i WHERE i.order_id = o.id)
-			  OR (SELECT count(*) FROM sold_seat s WHERE s.order_id = o.id) <> (SELECT count(*) FROM order_item i WHERE i.order_id = o.id)
-			  OR EXISTS (SELECT 1 FROM order_item i WHERE i.order_id = o.id AND NOT EXISTS (
-			       SELECT 1 FROM sold_seat s JOIN ticket t ON t.event_id = s.event_id AND t.seat_label = s.seat_label
+			  (SELECT count(*) FROM ticket t WHERE t.order_id = o.id AND t.refunded_at IS NULL) <> (SELECT count(*) FROM kept i WHERE i.order_id = o.id)
+			  OR (SELECT count(*) FROM sold_seat s WHERE s.order_id = o.id) <> (SELECT count(*) FROM kept i WHERE i.order_id = o.id)
+			  OR EXISTS (SELECT 1 FROM kept i WHERE i.order_id = o.id AND NOT EXISTS (
+			       SELECT 1 FROM sold_seat s JOIN ticket t ON t.event_id = s.event_id AND t.seat_label = s.seat_label AND t.refunded_at IS NULL
 			       WHERE s.order_id = o.id AND t.order_id = o.id AND s.seat_label = i.seat_label)))`},
-		{"confirmed orders without exactly one outbox row", `
+		{"confirmed orders without exactly one order.confirmed outbox row", `
 			SELECT count(*) FROM orders o WHERE o.status = 'CONFIRMED'
-			  AND (SELECT count(*) FROM outbox x WHERE x.payload->>'order_id' = o.id) <> 1`},
-		{"unconfirmed orders with tickets, sold seats, confirmed payments or outbox rows", `
+			  AND (SELECT count(*) FROM outbox x WHERE x.payload->>'order_id' = o.id AND x.topic = 'order.confirmed') <> 1`},
+		{"unconfirmed orders with live tickets, sold seats or confirmed payments, or unrefunded ones with an outbox row", `
 			SELECT count(*) FROM orders o WHERE o.status <> 'CONFIRMED' AND (
-			  EXISTS (SELECT 1 FROM ticket t WHERE t.order_id = o.id) OR EXISTS (SELECT 1 FROM sold_seat s WHERE s.order_id = o.id)
+			  EXISTS (SELECT 1 FROM ticket t WHERE t.order_id = o.id AND t.refunded_at IS NULL) OR EXISTS (SELECT 1 FROM sold_seat s WHERE s.order_id = o.id)
 			  OR EXISTS (SELECT 1 FROM payment p WHERE p.order_id = o.id AND p.outcome = 'confirmed')
-			  OR EXISTS (SELECT 1 FROM outbox x WHERE x.payload->>'order_id' = o.id))`},
-		{"purchase counts that are not the confirmed tickets, or pass the limit", `
+			  OR (NOT EXISTS (SELECT 1 FROM refund r WHERE r.order_id = o.id AND r.status = 'done')
+			      AND EXISTS (SELECT 1 FROM outbox x WHERE x.payload->>'order_id' = o.id)))`},
+		{"purchase counts that are not the live tickets, or pass the limit", `
 			SELECT count(*) FROM purchase_count pc JOIN event e ON e.id = pc.event_id
 			WHERE pc.tickets > e.max_per_account OR pc.tickets <> (
 			  SELECT count(*) FROM ticket t JOIN orders o ON o.id = t.order_id
-			  WHERE o.event_id = pc.event_id AND o.account_id = pc.account_id)`},
+			  WHERE o.event_id = pc.event_id AND o.account_id = pc.account_id AND t.refunded_at IS NULL)`},
 		{"payments DONE at the PG that are neither confirmed nor being refunded", `
-			SELECT count(*) FROM sandbox_pg.sandbox_pg_payment sp WHERE sp.status = 'DONE' AND NOT EXISTS (
+			SELECT count(*) FROM sandbox_pg.sandbox_pg_payment sp WHERE sp.status IN ('DONE', 'PARTIAL_CANCELED') AND NOT EXISTS (
 			  SELECT 1 FROM payment p WHERE p.payment_key = sp.payment_key AND p.outcome IN ('confirmed', 'refund_pending'))`},
-		{"confirmed payments not DONE at the PG, or refunded ones not CANCELED", `
+		{"confirmed payments whose balance at the PG is not their tickets' price, or refunded ones not CANCELED", `
 			SELECT count(*) FROM payment p JOIN sandbox_pg.sandbox_pg_payment sp ON sp.payment_key = p.payment_key
-			WHERE (p.outcome = 'confirmed' AND sp.status <> 'DONE') OR (p.outcome = 'refunded' AND sp.status <> 'CANCELED')`},
+			WHERE (p.outcome = 'confirmed' AND sp.balance_amount <> p.amount - (
+			         SELECT COALESCE(sum(r.amount), 0) FROM refund r WHERE r.payment_key = p.payment_key AND r.status = 'done'))
+			   OR (p.outcome = 'refunded' AND sp.status <> 'CANCELED')`},
 	}
 	for _, c := range checks {
 		if n := env.count(tb, c.query); n != 0 {

@@ -29,3 +29,7 @@ const LoadTimeout = loadTimeout
 // SetBeforeRelease makes ExpireOrders call f between its read of a due
 // order and the release of the order's holds.
 func SetBeforeRelease(s *Orders, f func(orderID string)) { s.beforeRelease = f }
+
+// SetAfterReserve makes Refund call f between its reservation's commit and
+// the PG call.
+func SetAfterReserve(s *Refunds, f func(refundID string)) { s.afterReserve = f }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -32,6 +33,7 @@ var (
 	holdCacheScript   = loadScript(holdLua, "lua/hold_cache.lua")
 	holdReleaseOrder  = loadScript(holdLua, "lua/hold_release_order.lua")
 	holdLeaveScript   = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_leave.lua")
+	holdUnsoldScript  = loadScript(holdLua, "lua/hold_unsold.lua")
 )
 
 // loadScript returns the script made of the embedded files names, in order
@@ -75,6 +77,8 @@ const loadTimeout = 30 * time.Second
 //	cache:loading:{e}:<id> a load under way, expiring after loadTimeout
 //	claimed:{e}            zset label -> claim time (Unix ms): seats claimed for
 //	                       a sale (claimSeats) that sold:{e} may not have yet
+//	refunds:{e}            count of refunds applied (unsell), which a load
+//	                       of sold:{e} checks it did not miss
 //	order:holds:{e}:<order>
 //	                       marker that an order's holds are no longer its
 //	                       expiry's to end: released by it (releaseOrder) or
@@ -94,18 +98,20 @@ const loadTimeout = 30 * time.Second
 // copy from PostgreSQL and tries once more, so that a sold seat is never held
 // after Redis lost its data; a load during which Redis lost its data sets no
 // marker (loadSoldCacheOnce). Loading only adds, so loads racing each other
-// or MarkSold lose nothing; a seat that PostgreSQL stops counting as sold
-// keeps showing as sold in Redis until the event's keys are deleted.
+// or MarkSold lose nothing; a seat refunded is taken out by the refund
+// (unsell), and a load that read before it writes nothing.
 //
 // When that load fails because PostgreSQL cannot be reached (unreachable),
 // Hold and SeatStatuses use the copy as it is if cache:complete:{e} is
 // there, checked in the one script or MULTI/EXEC that reads the copy: holds
 // and the seat map keep working from Redis through an outage of any length.
-// A copy that was complete once is safe to use late because sold seats and
-// bought counts only grow (a CONFIRMED order is final, a refund is of an
-// order that sold nothing, no sold_seat row is ever deleted) and each sale
-// joins the copy as it commits (MarkSold, by whichever instance confirmed
-// it). A sale whose MarkSold failed or never ran (its process died right
+// A copy that was complete once is safe to use late because each sale joins
+// the copy as it commits (MarkSold, by whichever instance confirmed it), and
+// each refund of sold tickets (store.Refunds, the only deleter of sold_seat
+// rows) leaves it as it commits (unsell), raising refunds:{e} so that no
+// load that read PostgreSQL before the refund writes the refunded seat back;
+// a refund whose unsell failed leaves its seats showing as sold (never the
+// other way round). A sale whose MarkSold failed or never ran (its process died right
 // after the commit) is still known: its seats were claimed in Redis before
 // the commit (claimSeats), and claimed:{e} keeps a record of each claim
 // until MarkSold, or until a load that read PostgreSQL after the commit
@@ -781,6 +787,31 @@ func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orde
 	return nil
 }
 
+// unsell records in Redis, in one Lua script, a refund that PostgreSQL
+// committed: labels leave sold:{e}, the account's bought count falls by
+// their number, and refunds:{e} rises, so that a load of the copy that read
+// PostgreSQL before the commit writes nothing. Call it once per refund.
+func (h *Holds) unsell(ctx context.Context, eventID, accountID int64, labels []string) error {
+	args := []any{accountID}
+	for _, l := range labels {
+		args = append(args, l)
+	}
+	err := holdUnsoldScript.Run(ctx, h.Redis.Client, []string{
+		h.Redis.Key("sold:{%d}", eventID),
+		h.Redis.Key("bought:{%d}", eventID),
+		h.refundsKey(eventID),
+	}, args...).Err()
+	if err != nil {
+		return fmt.Errorf("unsell seats of event %d: %w", eventID, err)
+	}
+	return nil
+}
+
+// refundsKey counts the event's refunds applied in Redis, refunds:{e}.
+func (h *Holds) refundsKey(eventID int64) string {
+	return h.Redis.Key("refunds:{%d}", eventID)
+}
+
 // orderKey is the order's marker, order:holds:{e}:<order>.
 func (h *Holds) orderKey(eventID int64, orderID string) string {
 	return h.Redis.Key("order:holds:{%d}:%s", eventID, orderID)
@@ -931,6 +962,10 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	if err := h.Redis.Client.Set(ctx, loading, "1", loadTimeout).Err(); err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
 	}
+	refunds, err := h.Redis.Client.Get(ctx, h.refundsKey(eventID)).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
+	}
 	sold, bought, err := h.soldFromDB(ctx, eventID)
 	if err != nil {
 		h.Redis.Client.Del(ctx, loading) // it expires anyway if Redis fails too
@@ -940,7 +975,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		h.afterSoldRead()
 	}
 	args := make([]any, 0, 3+len(sold)+len(bought))
-	args = append(args, h.soldCacheTTL().Milliseconds(), (loadTimeout + claimCommitMargin).Milliseconds(), len(sold))
+	args = append(args, h.soldCacheTTL().Milliseconds(), (loadTimeout + claimCommitMargin).Milliseconds(), len(sold), refunds)
 	for _, l := range sold {
 		args = append(args, l)
 	}
@@ -952,6 +987,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		loading,
 		h.Redis.Key("cache:complete:{%d}", eventID),
 		h.Redis.Key("claimed:{%d}", eventID),
+		h.refundsKey(eventID),
 	}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)

@@ -273,7 +273,7 @@ func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 
 // FindOrderByID returns the order with its event's venue and start, its
 // items (by section, row and number, each with its seat's parts and grade
-// name) and tickets, each with its signed code. Errors: ENOTFOUND.
+// name) and live tickets (not refunded), each with its signed code. Errors: ENOTFOUND.
 func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
 	o, err := scanOrder(s.DB.Pool.QueryRow(ctx, orderQuery+` WHERE o.id = $1`, id))
 	if err != nil {
@@ -338,7 +338,7 @@ func (s *Orders) loadDetails(ctx context.Context, q querier, orders []*boxoffice
 	rows, err = q.Query(ctx, `
 		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
 		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
-		WHERE t.order_id = ANY($1)
+		WHERE t.order_id = ANY($1) AND t.refunded_at IS NULL
 		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
 	if err != nil {
 		return fmt.Errorf("order tickets: %w", err)

@@ -25,22 +25,29 @@
 -- committed, if at all, before this load set KEYS[4] and read PostgreSQL:
 -- the copy has it, and its record in KEYS[6] goes.
 --
+-- A refund (hold_unsold.lua) takes seats out of the copy and raises KEYS[7];
+-- the load read KEYS[7] (ARGV[4]) before it read PostgreSQL, and if it
+-- changed since, the rows may still count a refunded seat as sold: nothing
+-- is written and the caller reads again.
+--
 -- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e},
 -- KEYS[4] cache:loading:{e}:<load id>, KEYS[5] cache:complete:{e},
--- KEYS[6] claimed:{e}
+-- KEYS[6] claimed:{e}, KEYS[7] refunds:{e}
 -- ARGV[1] marker TTL (ms), ARGV[2] claim age (ms), ARGV[3] number of sold
--- labels n, ARGV[4..3+n] sold labels, then account id, tickets pairs.
+-- labels n, ARGV[4] KEYS[7] as the load read it ('' when missing),
+-- ARGV[5..4+n] sold labels, then account id, tickets pairs.
 -- Returns 1 when it loaded, 0 when KEYS[1] was there, -1 when KEYS[4]
--- was gone (nothing written).
+-- was gone or KEYS[7] changed (nothing written).
 local fresh = redis.call('DEL', KEYS[4]) == 1
+fresh = fresh and (redis.call('GET', KEYS[7]) or '') == ARGV[4]
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
 if not fresh then
   return -1
 end
-local last = 3 + tonumber(ARGV[3])
-local i = 4
+local last = 4 + tonumber(ARGV[3])
+local i = 5
 while i <= last do
   local j = math.min(i + 999, last)
   redis.call('SADD', KEYS[2], unpack(ARGV, i, j))

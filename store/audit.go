@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Audit actions (audit_log.action).
+const (
+	AuditRefund       = "refund"        // a refund applied (an admin's, or one made at the PG: no admin)
+	AuditRefundFailed = "refund_failed" // the PG refused an admin's refund; nothing changed
+)
+
+// auditEntry is one row of the audit log: an admin's action (AdminID nil for
+// one made at the PG), on an event, an order and seats, with the before and
+// after that matter.
+type auditEntry struct {
+	AdminID       *int64
+	Action        string
+	EventID       int64
+	OrderID       string
+	Seats         []string
+	Before, After map[string]any
+}
+
+// writeAudit writes e to the audit log in tx, the transaction of the change
+// it records, so that the log has every change and nothing that was undone.
+func writeAudit(ctx context.Context, tx pgx.Tx, e auditEntry, now time.Time) error {
+	before, err := json.Marshal(orEmpty(e.Before))
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	after, err := json.Marshal(orEmpty(e.After))
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	var orderID *string
+	if e.OrderID != "" {
+		orderID = &e.OrderID
+	}
+	var eventID *int64
+	if e.EventID != 0 {
+		eventID = &e.EventID
+	}
+	seats := e.Seats
+	if seats == nil {
+		seats = []string{}
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO audit_log (admin_id, action, event_id, order_id, seats, before, after, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.AdminID, e.Action, eventID, orderID, seats, before, after, now)
+	if err != nil {
+		return fmt.Errorf("audit %s: %w", e.Action, err)
+	}
+	return nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}

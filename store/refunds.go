@@ -1,0 +1,389 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/boxoffice/boxoffice"
+	"github.com/jackc/pgx/v5"
+)
+
+var _ boxoffice.RefundService = (*Refunds)(nil)
+
+// RefundGateway is what refunds need of the PG (boxoffice.PaymentGateway
+// has it): a refund, in part, named by its refund id, and a look-up.
+type RefundGateway interface {
+	Cancel(ctx context.Context, paymentKey string, r boxoffice.CancelRequest) (*boxoffice.Payment, error)
+	GetPayment(ctx context.Context, paymentKey string) (*boxoffice.Payment, error)
+}
+
+var _ RefundGateway = (boxoffice.PaymentGateway)(nil)
+
+// OutboxTopicOrderRefunded is the outbox topic of a refund; its payload is an
+// OrderRefundedEvent.
+const OutboxTopicOrderRefunded = "order.refunded"
+
+// OrderRefundedEvent is the outbox payload written with a refund, as JSON.
+// Amount is in minor units; Status is the order's after the refund.
+type OrderRefundedEvent struct {
+	OrderID   string                `json:"order_id"`
+	RefundID  string                `json:"refund_id"`
+	EventID   int64                 `json:"event_id"`
+	AccountID int64                 `json:"account_id"`
+	Amount    int64                 `json:"amount"`
+	Seats     []string              `json:"seats"`
+	Status    boxoffice.OrderStatus `json:"status"`
+	At        time.Time             `json:"at"`
+}
+
+// ourCancelPrefix starts the PG's cancelReason of every refund made here:
+// "boxoffice refund <id>: <reason>", so that the PG's record of a cancel
+// names the refund it belongs to.
+const ourCancelPrefix = "boxoffice refund "
+
+// DefaultRefundRetry is how old a pending refund must be before
+// RetryPending asks the PG again (under the refund's own Idempotency-Key,
+// so the PG refunds at most once).
+const DefaultRefundRetry = 30 * time.Second
+
+// Refunds refunds the tickets of confirmed orders, asked by an admin
+// (Refund) or made at the PG (ApplyPGCancels), and implements
+// boxoffice.RefundService. Each refund frees each of its seats once and
+// gives the buyer's limit back once, whatever runs at the same time:
+//
+//  1. one transaction reserves the refund: it locks the order, checks it is
+//     CONFIRMED and that the seats are its tickets and in no other refund
+//     (refund_item is UNIQUE per order and seat), and records the refund
+//     pending with its amount, the sum of the seats' prices (so the money
+//     refunded never passes what was paid);
+//  2. the PG is asked once per refund: Idempotency-Key "refund:<id>";
+//  3. one transaction applies it, if it is still pending (a conditional
+//     UPDATE: once, whoever applies it, the caller, a retry or the PG's
+//     webhook): the tickets are marked refunded, the sold seats deleted, the
+//     account's purchase count lowered, the order REFUNDED when no ticket is
+//     left, the payment's status updated, and the outbox and audit rows
+//     written; after the commit the seats leave Redis's sold-seat copy
+//     (Holds.unsell). A PG that refuses fails the refund instead (nothing
+//     else changes; the reason is kept and shown); a PG that does not
+//     answer leaves it pending for RetryPending.
+//
+// No lock is held across the PG call. Set the fields before first use.
+type Refunds struct {
+	DB    *DB
+	Holds *Holds
+	PG    RefundGateway
+	// Logger receives what the after-commit steps could not do
+	// (slog.Default when nil).
+	Logger *slog.Logger
+
+	// afterReserve, when set (tests), runs between the reservation's commit
+	// and the PG call.
+	afterReserve func(refundID string)
+}
+
+func (s *Refunds) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// reserved is a refund recorded pending, ready to be asked of the PG.
+type reserved struct {
+	id, orderID, paymentKey, reason string
+	amount                          int64
+	currency                        string
+}
+
+// Refund refunds req.Seats of the confirmed order req.OrderID (all its
+// tickets not refunded yet when none are named) for req.Reason, and returns
+// the order's status after it, the amount refunded and the seats.
+//
+// Errors, with nothing changed: EINVALID (Fields "reason", "seat": an empty
+// or long reason, a seat named twice or not in the order, all at once);
+// ENOTFOUND (no such order); ECONFLICT when the order is not CONFIRMED, a
+// seat was refunded already (Details["seats"]) or is in a refund under way,
+// or the PG refused the refund (the refund is recorded failed, with the PG's
+// code in the message); EUNAVAILABLE when the PG did not answer (the refund
+// stays pending, and RetryPending finishes it).
+func (s *Refunds) Refund(ctx context.Context, req boxoffice.RefundRequest) (*boxoffice.RefundResult, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	var r reserved
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		r, err = reserveRefund(ctx, tx, req, s.DB.Now())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refund order %s: %w", req.OrderID, err)
+	}
+	if s.afterReserve != nil {
+		s.afterReserve(r.id)
+	}
+	return s.ask(ctx, r)
+}
+
+// ask asks the PG for a reserved refund and applies or fails it by the answer.
+func (s *Refunds) ask(ctx context.Context, r reserved) (*boxoffice.RefundResult, error) {
+	p, err := s.PG.Cancel(ctx, r.paymentKey, boxoffice.CancelRequest{
+		Reason: ourCancelPrefix + r.id + ": " + r.reason, Amount: &boxoffice.Money{Amount: r.amount, Currency: r.currency}, RefundID: r.id,
+	})
+	var apiErr *boxoffice.PGError
+	switch {
+	case err == nil:
+		return s.apply(context.WithoutCancel(ctx), r.id, p.Status)
+	case boxoffice.IsPGTemporary(err) || !errors.As(err, &apiErr):
+		s.logger().Warn("refund: the PG did not answer; tried again later", "refund_id", r.id, "err", err)
+		return nil, boxoffice.NewError(boxoffice.EUNAVAILABLE, "refund_pg_unavailable")
+	}
+	if ferr := s.fail(context.WithoutCancel(ctx), r.id, apiErr.Code+": "+apiErr.Message); ferr != nil {
+		return nil, ferr
+	}
+	return nil, boxoffice.NewError(boxoffice.ECONFLICT, "refund_pg_refused", "Code", apiErr.Code)
+}
+
+// reserveRefund is step 1 of Refund, in tx.
+func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, now time.Time) (reserved, error) {
+	r := reserved{id: newOrderID(), orderID: req.OrderID, reason: req.Reason}
+	var status boxoffice.OrderStatus
+	err := tx.QueryRow(ctx, `SELECT status, currency FROM orders WHERE id = $1 FOR NO KEY UPDATE`, req.OrderID).Scan(&status, &r.currency)
+	if err != nil {
+		return r, notFound(err, "err_no_order")
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT i.seat_label, i.price, COALESCE(r.status, '') FROM order_item i
+		LEFT JOIN refund_item ri ON ri.order_id = i.order_id AND ri.seat_label = i.seat_label
+		LEFT JOIN refund r ON r.id = ri.refund_id
+		WHERE i.order_id = $1 ORDER BY i.seat_label`, req.OrderID)
+	if err != nil {
+		return r, fmt.Errorf("order items: %w", err)
+	}
+	type item struct {
+		price  int64
+		refund string
+	}
+	items := map[string]item{}
+	var labels []string
+	var label string
+	var it item
+	if _, err := pgx.ForEachRow(rows, []any{&label, &it.price, &it.refund}, func() error {
+		items[label] = it
+		labels = append(labels, label)
+		return nil
+	}); err != nil {
+		return r, fmt.Errorf("order items: %w", err)
+	}
+	seats := req.Seats
+	if len(seats) == 0 {
+		for _, l := range labels {
+			if items[l].refund != "done" {
+				seats = append(seats, l)
+			}
+		}
+	}
+	var unknown, refunded, underway []string
+	for _, l := range seats {
+		switch it, ok := items[l]; {
+		case !ok:
+			unknown = append(unknown, boxoffice.ClipInput(l, boxoffice.MaxQuoted))
+		case it.refund == "done":
+			refunded = append(refunded, l)
+		case it.refund == "pending":
+			underway = append(underway, l)
+		}
+	}
+	switch {
+	case len(unknown) > 0:
+		return r, boxoffice.Invalid(map[string]boxoffice.Msg{"seat": boxoffice.M("refund_seat_not_in_order", "Seats", strings.Join(unknown, ", "))})
+	case status != boxoffice.OrderConfirmed:
+		return r, boxoffice.NewError(boxoffice.ECONFLICT, "refund_not_confirmed", "Status", string(status))
+	case len(refunded) > 0:
+		return r, &boxoffice.Error{Code: boxoffice.ECONFLICT, Msg: boxoffice.M("refund_seat_refunded", "Seats", strings.Join(refunded, ", ")),
+			Details: map[string]any{"seats": refunded}}
+	case len(underway) > 0:
+		return r, &boxoffice.Error{Code: boxoffice.ECONFLICT, Msg: boxoffice.M("refund_under_way", "Seats", strings.Join(underway, ", ")),
+			Details: map[string]any{"seats": underway}}
+	}
+	for _, l := range seats {
+		r.amount += items[l].price
+	}
+	err = tx.QueryRow(ctx, `SELECT payment_key FROM payment WHERE order_id = $1 AND outcome = 'confirmed'`, req.OrderID).Scan(&r.paymentKey)
+	if err != nil {
+		return r, fmt.Errorf("confirmed payment of order %s: %w", req.OrderID, err)
+	}
+	return r, insertRefund(ctx, tx, r, "admin", req.AdminID, seats, now)
+}
+
+// insertRefund records a pending refund of seats; a seat in another pending
+// or done refund violates refund_item's UNIQUE key (the callers hold the
+// order's lock and checked, so that is a bug).
+func insertRefund(ctx context.Context, tx pgx.Tx, r reserved, source string, adminID int64, seats []string, now time.Time) error {
+	var admin *int64
+	if adminID != 0 {
+		admin = &adminID
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO refund (id, order_id, payment_key, amount, reason, source, admin_id, status, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8)`,
+		r.id, r.orderID, r.paymentKey, r.amount, r.reason, source, admin, now)
+	if err != nil {
+		return fmt.Errorf("record refund: %w", err)
+	}
+	_, err = tx.Exec(ctx, `
+		INSERT INTO refund_item (refund_id, order_id, seat_label, price)
+		SELECT $1, order_id, seat_label, price FROM order_item WHERE order_id = $2 AND seat_label = ANY($3)`,
+		r.id, r.orderID, seats)
+	if err != nil {
+		return fmt.Errorf("record refund items: %w", err)
+	}
+	return nil
+}
+
+// applied is what applying a refund did.
+type applied struct {
+	eventID, accountID int64
+	seats              []string
+	result             boxoffice.RefundResult
+	now                bool // this call applied it (false: applied before)
+}
+
+// apply applies a pending refund that the PG made (pgStatus: the payment's
+// status after it), once, then takes its seats out of Redis's sold-seat copy.
+func (s *Refunds) apply(ctx context.Context, refundID string, pgStatus boxoffice.PaymentStatus) (*boxoffice.RefundResult, error) {
+	var a applied
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		a, err = applyRefund(ctx, tx, refundID, pgStatus, s.DB.Now())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("apply refund %s: %w", refundID, err)
+	}
+	if a.now {
+		if err := s.Holds.unsell(ctx, a.eventID, a.accountID, a.seats); err != nil {
+			s.logger().Error("refund: free the seats in Redis (they show as sold until the event's keys are rebuilt)",
+				"refund_id", refundID, "seats", a.seats, "err", err)
+		}
+	}
+	return &a.result, nil
+}
+
+// applyRefund is step 3 of Refund, in tx: see Refunds.
+func applyRefund(ctx context.Context, tx pgx.Tx, refundID string, pgStatus boxoffice.PaymentStatus, now time.Time) (applied, error) {
+	var a applied
+	var adminID *int64
+	err := tx.QueryRow(ctx, `
+		SELECT o.id, o.event_id, o.account_id, r.admin_id, ARRAY(SELECT seat_label FROM refund_item WHERE refund_id = r.id ORDER BY seat_label)
+		FROM refund r JOIN orders o ON o.id = r.order_id WHERE r.id = $1`, refundID).
+		Scan(&a.result.OrderID, &a.eventID, &a.accountID, &adminID, &a.seats)
+	if err != nil {
+		return a, notFound(err, "err_no_order")
+	}
+	// The confirmation's order of locks: purchase_count, then the order.
+	if _, err := lockPurchases(ctx, tx, a.eventID, a.accountID); err != nil {
+		return a, err
+	}
+	var before boxoffice.OrderStatus
+	if err := tx.QueryRow(ctx, `SELECT status FROM orders WHERE id = $1 FOR NO KEY UPDATE`, a.result.OrderID).Scan(&before); err != nil {
+		return a, fmt.Errorf("lock order: %w", err)
+	}
+	err = tx.QueryRow(ctx, `UPDATE refund SET status = 'done', done_at = $2 WHERE id = $1 AND status = 'pending' RETURNING amount`,
+		refundID, now).Scan(&a.result.RefundedAmount)
+	if errors.Is(err, pgx.ErrNoRows) {
+		a.result.Status, a.result.Seats = before, a.seats
+		err = tx.QueryRow(ctx, `SELECT amount FROM refund WHERE id = $1 AND status = 'done'`, refundID).Scan(&a.result.RefundedAmount)
+		if err != nil {
+			return a, boxoffice.NewError(boxoffice.ECONFLICT, "refund_failed_before")
+		}
+		return a, nil
+	} else if err != nil {
+		return a, fmt.Errorf("mark refund done: %w", err)
+	}
+	a.now, a.result.Seats = true, a.seats
+	tag, err := tx.Exec(ctx, `UPDATE ticket SET refunded_at = $3 WHERE order_id = $1 AND seat_label = ANY($2) AND refunded_at IS NULL`,
+		a.result.OrderID, a.seats, now)
+	if err != nil {
+		return a, fmt.Errorf("refund tickets: %w", err)
+	}
+	if int(tag.RowsAffected()) != len(a.seats) {
+		return a, fmt.Errorf("refund %s: %d of %d tickets were live", refundID, tag.RowsAffected(), len(a.seats))
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM sold_seat WHERE order_id = $1 AND seat_label = ANY($2)`, a.result.OrderID, a.seats); err != nil {
+		return a, fmt.Errorf("free sold seats: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE purchase_count SET tickets = tickets - $3 WHERE event_id = $1 AND account_id = $2`,
+		a.eventID, a.accountID, len(a.seats)); err != nil {
+		return a, fmt.Errorf("give the limit back: %w", err)
+	}
+	err = tx.QueryRow(ctx, `
+		UPDATE orders SET status = CASE WHEN EXISTS (SELECT 1 FROM ticket WHERE order_id = $1 AND refunded_at IS NULL)
+			THEN status ELSE 'REFUNDED' END, updated_at = $2
+		WHERE id = $1 RETURNING status`, a.result.OrderID, now).Scan(&a.result.Status)
+	if err != nil {
+		return a, fmt.Errorf("order after refund: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE payment SET status = $2, updated_at = $3, outcome = CASE WHEN $4 THEN 'refunded' ELSE outcome END
+		WHERE order_id = $1 AND outcome = 'confirmed'`,
+		a.result.OrderID, pgStatus, now, a.result.Status == boxoffice.OrderRefunded); err != nil {
+		return a, fmt.Errorf("payment after refund: %w", err)
+	}
+	payload, err := json.Marshal(OrderRefundedEvent{
+		OrderID: a.result.OrderID, RefundID: refundID, EventID: a.eventID, AccountID: a.accountID,
+		Amount: a.result.RefundedAmount, Seats: a.seats, Status: a.result.Status, At: now.UTC(),
+	})
+	if err != nil {
+		return a, fmt.Errorf("outbox payload: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`,
+		OutboxTopicOrderRefunded, payload, now); err != nil {
+		return a, fmt.Errorf("write outbox: %w", err)
+	}
+	err = writeAudit(ctx, tx, auditEntry{
+		AdminID: adminID, Action: AuditRefund, EventID: a.eventID, OrderID: a.result.OrderID, Seats: a.seats,
+		Before: map[string]any{"status": before},
+		After:  map[string]any{"status": a.result.Status, "refund_id": refundID, "amount": a.result.RefundedAmount},
+	}, now)
+	return a, err
+}
+
+// fail records that the PG refused a pending refund: it becomes failed with
+// the PG's answer, its seats are free to be refunded again, and nothing else
+// changes.
+func (s *Refunds) fail(ctx context.Context, refundID, failure string) error {
+	now := s.DB.Now()
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var orderID string
+		var eventID int64
+		var adminID *int64
+		var seats []string
+		err := tx.QueryRow(ctx, `
+			UPDATE refund r SET status = 'failed', failure = $2, done_at = $3 FROM orders o
+			WHERE r.id = $1 AND r.status = 'pending' AND o.id = r.order_id
+			RETURNING r.order_id, o.event_id, r.admin_id, ARRAY(SELECT seat_label FROM refund_item WHERE refund_id = r.id ORDER BY seat_label)`,
+			refundID, failure, now).Scan(&orderID, &eventID, &adminID, &seats)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // applied or failed meanwhile
+		} else if err != nil {
+			return fmt.Errorf("fail refund: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM refund_item WHERE refund_id = $1`, refundID); err != nil {
+			return fmt.Errorf("fail refund: %w", err)
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminID, Action: AuditRefundFailed, EventID: eventID, OrderID: orderID, Seats: seats,
+			After: map[string]any{"refund_id": refundID, "failure": failure},
+		}, now)
+	})
+	if err != nil {
+		return fmt.Errorf("fail refund %s: %w", refundID, err)
+	}
+	return nil
+}
