@@ -78,4 +78,11 @@ type RefundService interface {
 	// Refund refunds the request's tickets once, whoever else refunds the
 	// same order at the same time; see store.Refunds.Refund.
 	Refund(ctx context.Context, req RefundRequest) (*RefundResult, error)
+	// ApplyPGCancels applies, once each, the refunds the PG reports for a
+	// payment of the order (made on its dashboard, or ours racing their
+	// webhook). Errors: EUNAUTHORIZED (the PG does not know the payment for
+	// that order), EUNAVAILABLE (the PG does not answer).
+	ApplyPGCancels(ctx context.Context, paymentKey, orderID string) error
+	// FindRefunds returns the order's refunds, oldest first.
+	FindRefunds(ctx context.Context, orderID string) ([]Refund, error)
 }

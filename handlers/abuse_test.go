@@ -71,7 +71,7 @@ func TestAdmin_EveryRouteRefusesFans(t *testing.T) {
 	form := url.Values{"name": {"Taken over"}, "title.en": {"Taken over"}, "paused": {"true"}, "rate": {"1"}}
 	methods := []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
 	var routes []route
-	for _, r := range app.routes(t, "/admin", methods, map[string]string{"id": "ID"}, "") {
+	for _, r := range app.routes(t, "/admin", methods, map[string]string{"id": "ID", "order": "order-123"}, "") {
 		id := ev.ID
 		if strings.HasPrefix(r.path, "/admin/venues/") {
 			id = venue.ID

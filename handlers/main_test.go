@@ -121,6 +121,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
 	}
 	srv.Orders, srv.SandboxPG, srv.PGCurrencies = orders, sb, pg.Currencies()
+	srv.Refunds = &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: srv.Logger}
 	for _, o := range options {
 		o(srv)
 	}

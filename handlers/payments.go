@@ -108,7 +108,10 @@ func (s *Server) handlePaymentFail(c echo.Context) error {
 // looked up at the PG with the secret key and confirmed from that answer
 // (OrderService.ConfirmWebhook). Answers: 200 {"order_id", "status",
 // "outcome"} once handled, repeats included (and {"ignored": true} for a
-// payment of an order that is not ours, which no retry can change); 400 or
+// payment of an order that is not ours, which no retry can change); for a
+// payment the PG reports CANCELED or PARTIAL_CANCELED, its refunds are
+// applied once each (RefundService.ApplyPGCancels) and the outcome is
+// "refunded"; 400 or
 // 413 for a body that is not a payment event; 401 when the PG does not know
 // the payment; 5xx while PostgreSQL or the PG do not answer, so that the PG
 // retries.
@@ -134,6 +137,18 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]any{"ignored": true})
 	} else if err != nil {
 		return err
+	}
+	if st := ev.Data.Status; st == boxoffice.PaymentStatusCanceled || st == boxoffice.PaymentStatusPartialCanceled {
+		// A refund, ours or one made at the PG's dashboard: applied once,
+		// from the PG's own record of the payment.
+		if err := s.Refunds.ApplyPGCancels(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID); err != nil {
+			return err
+		}
+		o, err := s.Orders.FindOrderByID(c.Request().Context(), ev.Data.OrderID)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, map[string]any{"order_id": o.ID, "status": o.Status, "outcome": boxoffice.PaymentRefunded})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"order_id": conf.Order.ID, "status": conf.Order.Status, "outcome": conf.Outcome})
 }

@@ -104,6 +104,9 @@ type Server struct {
 
 	// Checkout and payments.
 	Orders boxoffice.OrderService
+	// Refunds is the order desk's refunds (issue 16), and the refunds the
+	// PG's webhooks report.
+	Refunds boxoffice.RefundService
 	// SandboxPG, when set (PG_PROVIDER=sandbox), is mounted under /sandbox-pg.
 	SandboxPG http.Handler
 	// PGClientKey is PG_CLIENT_KEY with PG_PROVIDER=toss: GET
@@ -199,6 +202,8 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/entry", s.handleEntry, requireAccount)
 	app.GET("/events/:id/draw", s.handleDraw)
 	admin.GET("/events/:id/live", s.handleAdminLive)
+	admin.GET("/orders/:order", s.handleAdminOrder)
+	admin.POST("/orders/:order/refund", s.handleAdminOrderRefund)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)
 
 	// Seat map and holds (issue 5): an entry token of this session needed,

@@ -387,3 +387,24 @@ func (s *Refunds) fail(ctx context.Context, refundID, failure string) error {
 	}
 	return nil
 }
+
+// FindRefunds returns the order's refunds, oldest first, each with its
+// seats (a failed refund's seats are not kept).
+func (s *Refunds) FindRefunds(ctx context.Context, orderID string) ([]boxoffice.Refund, error) {
+	rows, err := s.DB.Pool.Query(ctx, `
+		SELECT r.id, r.order_id, r.amount, r.reason, r.source, r.admin_id, r.status, r.failure, r.created_at, r.done_at,
+		       ARRAY(SELECT seat_label FROM refund_item WHERE refund_id = r.id ORDER BY seat_label)
+		FROM refund r WHERE r.order_id = $1 ORDER BY r.created_at, r.id`, orderID)
+	if err != nil {
+		return nil, fmt.Errorf("refunds of order %s: %w", orderID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Refund, error) {
+		var r boxoffice.Refund
+		err := row.Scan(&r.ID, &r.OrderID, &r.Amount, &r.Reason, &r.Source, &r.AdminID, &r.Status, &r.Failure, &r.CreatedAt, &r.DoneAt, &r.Seats)
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("refunds of order %s: %w", orderID, err)
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/jackc/pgx/v5"
@@ -198,4 +199,13 @@ func (s *Refunds) RetryPending(ctx context.Context) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// RunRetry calls RetryPending every interval (DefaultRefundRetry when 0)
+// until ctx ends, logging failures; it returns when ctx ends.
+func (s *Refunds) RunRetry(ctx context.Context, interval time.Duration) {
+	runEvery(ctx, orDefault(interval, DefaultRefundRetry), s.logger(), "retry pending refunds", func(ctx context.Context) error {
+		_, err := s.RetryPending(ctx)
+		return err
+	})
 }

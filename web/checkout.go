@@ -16,10 +16,11 @@ import (
 
 // checkout is the wiring of orders and payments: the PG client, the sandbox
 // PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
-// payment reconciler, outbox relay).
+// payment reconciler, retry of pending refunds, outbox relay).
 type checkout struct {
 	pg        *toss.Client
 	orders    *store.Orders
+	refunds   *store.Refunds
 	relay     *store.OutboxRelay
 	sandbox   *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
 	reconcile time.Duration    // RECONCILE_INTERVAL
@@ -42,7 +43,8 @@ func newCheckout(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis
 		pg.CheckoutPage = cfg.BaseURL + "/payments/checkout"
 	}
 	c := &checkout{
-		pg: pg,
+		pg:      pg,
+		refunds: &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: logger},
 		orders: &store.Orders{
 			DB: db, Holds: holds, PG: pg,
 			TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
@@ -81,6 +83,7 @@ func (c *checkout) sandboxHandler() http.Handler {
 func (c *checkout) start(stopping context.Context, workers *sync.WaitGroup) {
 	workers.Go(func() { c.orders.RunExpiry(stopping, 0) })
 	workers.Go(func() { c.orders.RunReconciler(stopping, c.reconcile) })
+	workers.Go(func() { c.refunds.RunRetry(stopping, c.reconcile) })
 	workers.Go(func() { c.relay.Run(stopping, 0) })
 }
 
