@@ -1,6 +1,6 @@
 -- +goose Up
 -- A refund of some or all of a confirmed order's tickets. id names the
--- refund at the PG: its Idempotency-Key is "refund:<id>" and its cancel
+-- refund at the PG: its Idempotency-Key is "cancel:<paymentKey>:<id>", its cancel
 -- reason starts with "boxoffice refund <id>:", so that a cancel the PG
 -- reports is told apart from one made elsewhere (its dashboard), which is
 -- recorded with id "pg:<transactionKey>" (the PRIMARY KEY applies each once).

@@ -61,7 +61,8 @@ const DefaultRefundRetry = 30 * time.Second
 //     (refund_item is UNIQUE per order and seat), and records the refund
 //     pending with its amount, the sum of the seats' prices (so the money
 //     refunded never passes what was paid);
-//  2. the PG is asked once per refund: Idempotency-Key "refund:<id>";
+//  2. the PG is asked once per refund: Idempotency-Key
+//     "cancel:<paymentKey>:<id>" (boxoffice.CancelRequest.RefundID);
 //  3. one transaction applies it, if it is still pending (a conditional
 //     UPDATE: once, whoever applies it, the caller, a retry or the PG's
 //     webhook): the tickets are marked refunded, the sold seats deleted, the
