@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
 // The order desk: an admin finds a confirmed order, is refused a refund with
@@ -20,7 +20,7 @@ func TestAdminOrderRefund(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	fan, _, o := app.checkout(t, "refund@example.com", "A-1-3", "A-1-4")
-	success := app.payAtSandbox(t, fan, o, "pay", payment.ScenarioDefault)
+	success := app.payAtSandbox(t, fan, o, "pay", sandbox.ScenarioDefault)
 	wantStatus(t, fan.do("GET", success, nil), http.StatusSeeOther)
 	app.Sandbox.Wait()
 	admin := app.newAdmin(t)

@@ -10,7 +10,8 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
-	"github.com/boxoffice/boxoffice/payment"
+	"github.com/boxoffice/boxoffice/payment/sandbox"
+	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
@@ -18,7 +19,7 @@ import (
 // refundGateway is the sandbox's client, whose refunds a test can make the
 // PG refuse.
 type refundGateway struct {
-	*payment.Client
+	*toss.Client
 	refuse atomic.Bool
 }
 
@@ -38,7 +39,7 @@ func (env *checkoutEnv) refunds() (*store.Refunds, *refundGateway) {
 func (env *checkoutEnv) sold(tb testing.TB, acct int64, labels ...string) (*boxoffice.Order, string) {
 	tb.Helper()
 	o := env.order(tb, acct, labels...)
-	key, amount := env.pay(tb, o, payment.ScenarioWebhookNever)
+	key, amount := env.pay(tb, o, sandbox.ScenarioWebhookNever)
 	if c := env.mustRedirect(tb, o.ID, key, amount); c.Order.Status != boxoffice.OrderConfirmed {
 		tb.Fatalf("order %s is %s, want CONFIRMED", o.ID, c.Order.Status)
 	}
