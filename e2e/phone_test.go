@@ -61,6 +61,10 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			if got, _ := best.([]any); len(got) != 2 || !nextTo(fmt.Sprint(got[0]), fmt.Sprint(got[1])) {
 				t.Errorf("best available held %v, want 2 seats side by side", best)
 			}
+			wantBottomBar(t, page, "checkout")
+			if got, want := text(t, page, "hold-count"), views.In(lang, boxoffice.M("hold_held_count", "Count", 2, "N", "2")); got != want {
+				t.Errorf("the bar counts %q, want %q", got, want)
+			}
 			screenshot(t, page, lang+"-phone-best")
 
 			// One more seat by hand, from the map: a tap on the section's
@@ -80,6 +84,8 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 				t.Errorf("after a tap on the section its seats are %.0f px apart, want at least 44", d)
 			}
 			must(t, "choose "+hand, seat(page, hand).Click())
+			wantBottomBar(t, page, "hold-submit")
+			screenshot(t, page, lang+"-phone-chosen")
 			must(t, "hold", page.GetByTestId("hold-submit").Click())
 			must(t, "wait for the 3 held seats", held.Nth(2).WaitFor())
 			screenshot(t, page, lang+"-phone-hand")
@@ -117,6 +123,45 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			}
 			screenshot(t, page, lang+"-tickets-print")
 		})
+	}
+}
+
+// wantBottomBar checks that the hold bar is fixed at the bottom of the
+// 844 px high viewport, across its width, and that the next action (the
+// button with data-testid action) is visible inside it.
+func wantBottomBar(t *testing.T, page playwright.Page, action string) {
+	t.Helper()
+	bar := page.GetByTestId("hold-bar").First()
+	position, err := bar.Evaluate(`el => getComputedStyle(el).position`, nil)
+	must(t, "read the bar's position", err)
+	if position != "fixed" {
+		t.Errorf("the hold bar's position is %v, want fixed", position)
+	}
+	box, err := bar.BoundingBox()
+	must(t, "measure the hold bar", err)
+	if box == nil || box.Y+box.Height < 843 || box.Y+box.Height > 845 || box.X > 1 || box.Width < 388 {
+		t.Errorf("the hold bar is at %+v, want it across the bottom of a 390 × 844 viewport", box)
+	}
+	button, err := bar.GetByTestId(action).BoundingBox()
+	must(t, "measure "+action, err)
+	if button == nil || box == nil || button.Y < box.Y || button.Y+button.Height > 844 {
+		t.Errorf("%s is at %+v, want it inside the bar at %+v", action, button, box)
+	}
+	if visible, _ := bar.GetByTestId(action).IsVisible(); !visible {
+		t.Errorf("%s is hidden, want it visible in the bar", action)
+	}
+	// Nothing of the page lies over the bar: at each corner and in the
+	// middle of its top edge, the element on top is the bar's own.
+	covered, err := bar.Evaluate(`bar => {
+		const r = bar.getBoundingClientRect();
+		return [[r.left + 4, r.top + 4], [r.left + r.width / 2, r.top + 4], [r.right - 4, r.top + 4], [r.right - 60, r.top + 8]]
+			.map(([x, y]) => document.elementFromPoint(x, y))
+			.filter(el => !bar.contains(el))
+			.map(el => el.outerHTML.slice(0, 80));
+	}`, nil)
+	must(t, "look over the bar", err)
+	if got, _ := covered.([]any); len(got) > 0 {
+		t.Errorf("the hold bar lies under %v, want it on top", got)
 	}
 }
 
