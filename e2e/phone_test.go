@@ -126,6 +126,53 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 	}
 }
 
+// At a phone's width, two fingers moving apart on the map zoom it in: two
+// touch pointers go down on the map's box, move apart to twice their
+// distance and lift, and the map's zoom (--zoom on its host) and drawn width
+// grow.
+func TestPhone_PinchZoom(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[demo.HallName]
+	_, page := newPageIn(t, "en-US")
+	must(t, "resize", page.SetViewportSize(390, 844))
+	_, err := page.Goto(a.URL + "/login")
+	must(t, "open log-in", err)
+	submitLogin(t, page, "fan3@boxoffice.test")
+	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	enter(t, a, page, hall)
+	host := page.Locator("#seatmap-host")
+	before, err := host.BoundingBox()
+	must(t, "measure the map", err)
+	_, err = page.Locator("[data-map-box]").Evaluate(`box => {
+		const r = box.getBoundingClientRect(), x = r.left + r.width / 2, y = r.top + r.height / 2;
+		const target = document.getElementById("seatmap-host");
+		const send = (type, id, dx) => target.dispatchEvent(new PointerEvent(type, {
+			bubbles: true, cancelable: true, pointerId: id, pointerType: "touch", isPrimary: id === 1,
+			clientX: x + dx, clientY: y,
+		}));
+		send("pointerdown", 1, -30);
+		send("pointerdown", 2, 30);
+		for (let step = 1; step <= 5; step++) {
+			send("pointermove", 1, -30 - 6 * step);
+			send("pointermove", 2, 30 + 6 * step);
+		}
+		send("pointerup", 1, -60);
+		send("pointerup", 2, 60);
+	}`, nil)
+	must(t, "pinch the map", err)
+	level, err := host.Evaluate(`el => el.style.getPropertyValue("--zoom")`, nil)
+	must(t, "read the zoom", err)
+	if z, err := strconv.ParseFloat(fmt.Sprint(level), 64); err != nil || z < 1.9 {
+		t.Errorf("after two fingers moved to twice their distance the zoom is %q, want about 2", level)
+	}
+	after, err := host.BoundingBox()
+	must(t, "measure the map again", err)
+	if before == nil || after == nil || after.Width < 1.9*before.Width {
+		t.Errorf("the map is %+v after the pinch, %+v before: want it about twice as wide", after, before)
+	}
+	screenshot(t, page, "en-phone-pinched")
+}
+
 // wantBottomBar checks that the hold bar is fixed at the bottom of the
 // 844 px high viewport, across its width, and that the next action (the
 // button with data-testid action) is visible inside it.
