@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,6 +101,20 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			must(t, "read the tickets' seats", err)
 			if !strings.Contains(strings.Join(seats, "|"), words) {
 				t.Errorf("the tickets say %q, want one for %q", seats, words)
+			}
+			items, err := page.GetByTestId("order-item-seat").AllTextContents()
+			must(t, "read the order's items", err)
+			if !strings.Contains(strings.Join(items, "|"), words) {
+				t.Errorf("the order's items say %q, want one for %q", items, words)
+			}
+			grades, err := page.GetByTestId("order-item-grade").AllTextContents()
+			must(t, "read the order's grades", err)
+			ticketGrades, err := page.GetByTestId("ticket-grade").AllTextContents()
+			must(t, "read the tickets' grades", err)
+			slices.Sort(grades)
+			slices.Sort(ticketGrades)
+			if len(grades) != 3 || grades[0] == "R" || !slices.Equal(grades, ticketGrades) {
+				t.Errorf("the order's items give the grades %q, want the tickets' grades in words %q", grades, ticketGrades)
 			}
 			for _, id := range []string{"ticket-event", "ticket-venue", "ticket-time", "ticket-grade"} {
 				if got := text(t, page, id); got == "" {

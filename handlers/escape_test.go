@@ -209,7 +209,9 @@ func TestHTMLInData_RendersAsText(t *testing.T) {
 
 	d = page(t, fan, "/orders/"+orderID, http.StatusOK)
 	wantSame(t, "order page: title", testid(d, "order-title"), xssTitle)
-	wantContains(t, "order page: seats", testid(d, "order-items"), label)
+	wantSame(t, "order page: seat", testid(d, "order-item-seat"), "Section "+xssSection+", row 1, seat 1")
+	wantSame(t, "order page: grade", testid(d, "order-item-grade"), xssGrade+" (R)")
+	wantSame(t, "order page: data-seat", d.Find(`[data-testid="order-item"]`).AttrOr("data-seat", ""), label)
 
 	success := app.payAtSandbox(t, fan, o, "pay", sandbox.ScenarioWebhookNever)
 	wantStatus(t, fan.do("GET", success, nil), http.StatusSeeOther)
