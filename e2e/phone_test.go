@@ -68,6 +68,28 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			}
 			screenshot(t, page, lang+"-phone-best")
 
+			// Without JavaScript, the section's list has the same bar, with
+			// the held seats and the check-out button.
+			cookies, err := bctx.Cookies()
+			must(t, "read the cookies", err)
+			noJS, err := browser.NewContext(playwright.BrowserNewContextOptions{
+				JavaScriptEnabled: playwright.Bool(false),
+				Viewport:          &playwright.Size{Width: 390, Height: 844},
+			})
+			must(t, "open a context without JavaScript", err)
+			defer noJS.Close()
+			optional := make([]playwright.OptionalCookie, len(cookies))
+			for i, c := range cookies {
+				optional[i] = c.ToOptionalCookie()
+			}
+			must(t, "share the session", noJS.AddCookies(optional))
+			plain, err := noJS.NewPage()
+			must(t, "open a page without JavaScript", err)
+			_, err = plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
+			must(t, "open the section's list", err)
+			wantBottomBar(t, plain, "checkout")
+			screenshot(t, plain, lang+"-phone-list-nojs")
+
 			// One more seat by hand, from the map: a tap on the section's
 			// outline opens it with seats a finger's width (44 px) apart.
 			n := strconv.Itoa(10 + 2*i)
