@@ -1,5 +1,5 @@
 // Package static embeds the site's CSS and scripts: Pico CSS, htmx 2 and its
-// SSE extension (vendored from the npm registry by scripts/vendor.sh at the
+// SSE extension, the ALTCHA proof-of-work widget (altcha@1.5.1, MIT; vendored from the npm registry by scripts/vendor.sh at the
 // versions pinned there) and boxoffice's own app.css.
 package static
 
