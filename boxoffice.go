@@ -39,6 +39,12 @@ const (
 	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
 	ENOTTOGETHER   = "not_together"   // 409: no block of the asked number of seats is left together
 	EBADCHOICE     = "bad_choice"     // 400: a best-available grade or quantity that cannot be asked for
+	// ECHALLENGEREQUIRED (428): the event asks a proof of work to join;
+	// Details["challenge"] is the ALTCHA challenge to solve.
+	ECHALLENGEREQUIRED = "challenge_required"
+	// ECHALLENGEFAILED (403): a proof of work that is forged, used before,
+	// for another event or account, or expired.
+	ECHALLENGEFAILED = "challenge_failed"
 )
 
 // MsgID names a sentence for people in the message catalogs of package

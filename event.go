@@ -40,6 +40,9 @@ const (
 	MaxHoldTTL         = time.Hour
 	MaxTokenTTL        = 2 * time.Hour
 	MaxAdmissionRate   = 100000 // fans per second
+	// MaxPowDifficulty caps an event's PowDifficulty: 10 million hashes,
+	// some seconds in a phone's browser.
+	MaxPowDifficulty = 10000000
 )
 
 // Event is one sale of an event's seats. Times are instants (stored in UTC) and
@@ -64,11 +67,15 @@ type Event struct {
 	TokenTTL        time.Duration // how long an entry token lasts, whole seconds
 	AdmissionRate   int           // fans admitted per second
 	MaxShoppers     int           // shoppers at once (live entry tokens); 0 means no cap
-	Paused          bool          // admission paused by an admin
-	Status          string
-	Grades          []Grade
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
+	// PowDifficulty is the proof of work a join needs: the ALTCHA
+	// challenge's maxnumber (numbers a client tries, half on average), 0
+	// for none.
+	PowDifficulty int
+	Paused        bool // admission paused by an admin
+	Status        string
+	Grades        []Grade
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Grade is a price class of an event's seats, such as "R" or "VIP". Price is
@@ -132,7 +139,7 @@ func (e *Event) Input() EventInput {
 		VenueID: e.VenueID, Title: maps.Clone(e.Title), Description: maps.Clone(e.Description), TimeZone: e.TimeZone,
 		StartsAt: e.StartsAt, QueueOpensAt: e.QueueOpensAt, SaleEndsAt: e.SaleEndsAt, PrequeueOpensAt: e.PrequeueOpensAt,
 		Currency: e.Currency, MaxPerAccount: e.MaxPerAccount, HoldTTL: e.HoldTTL, TokenTTL: e.TokenTTL,
-		AdmissionRate: e.AdmissionRate, MaxShoppers: e.MaxShoppers,
+		AdmissionRate: e.AdmissionRate, MaxShoppers: e.MaxShoppers, PowDifficulty: e.PowDifficulty,
 	}
 	for _, g := range e.Grades {
 		in.Grades = append(in.Grades, Grade{Code: g.Code, Name: maps.Clone(g.Name), Price: g.Price, Color: g.Color})
@@ -160,6 +167,7 @@ type EventInput struct {
 	TokenTTL        time.Duration // whole seconds, 1 s to MaxTokenTTL
 	AdmissionRate   int           // fans per second, 1 to MaxAdmissionRate
 	MaxShoppers     int           // shoppers at once (live entry tokens); 0 means no cap
+	PowDifficulty   int           // 0 (no proof of work) to MaxPowDifficulty
 	Grades          []Grade       // Code, Name, Price (minor units), Color
 }
 
@@ -269,6 +277,9 @@ func (in *EventInput) Validate() error {
 	}
 	if in.MaxShoppers < 0 {
 		f["max_shoppers"] = M("val_max_shoppers")
+	}
+	if in.PowDifficulty < 0 || in.PowDifficulty > MaxPowDifficulty {
+		f["pow_difficulty"] = M("val_pow_difficulty", "Max", MaxPowDifficulty)
 	}
 	switch {
 	case len(in.Grades) == 0:

@@ -190,6 +190,12 @@ type JoinRequest struct {
 	// the admitter's first tick, draws.
 	DrawAt       time.Time
 	Ticket, Rank string
+	// Proof is the challenge (64 hex characters) of the proof of work the
+	// join came with, verified by the caller, "" for none: each is taken
+	// once (ECHALLENGEFAILED for a proof used before), and remembered
+	// until ProofExpires.
+	Proof        string
+	ProofExpires time.Time
 }
 
 // AdmissionSettings are an event's admission figures, read by the admitter

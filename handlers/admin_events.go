@@ -272,6 +272,9 @@ func eventFormFromInput(in boxoffice.EventInput) views.EventForm {
 	if in.MaxShoppers > 0 {
 		f.MaxShoppers = strconv.Itoa(in.MaxShoppers)
 	}
+	if in.PowDifficulty > 0 {
+		f.PowDifficulty = strconv.Itoa(in.PowDifficulty)
+	}
 	for _, g := range in.Grades {
 		f.Grades = append(f.Grades, views.GradeRow{Code: g.Code, Name: g.Name, Price: strconv.FormatInt(g.Price, 10), Color: g.Color})
 	}
@@ -300,6 +303,7 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 		"prequeue_opens_at": &f.PrequeueOpensAt,
 		"currency":          &f.Currency, "max_per_account": &f.MaxPerAccount, "hold_ttl": &f.HoldTTL,
 		"token_ttl": &f.TokenTTL, "admission_rate": &f.AdmissionRate, "max_shoppers": &f.MaxShoppers,
+		"pow_difficulty": &f.PowDifficulty,
 	} {
 		if form.Has(key) {
 			*dst = form.Get(key)
@@ -372,6 +376,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]boxo
 	in.TokenTTL = time.Duration(formInt(strings.TrimSpace(f.TokenTTL), "token_ttl", fields)) * time.Second
 	in.AdmissionRate = formInt(strings.TrimSpace(f.AdmissionRate), "admission_rate", fields)
 	in.MaxShoppers = formInt(strings.TrimSpace(f.MaxShoppers), "max_shoppers", fields)
+	in.PowDifficulty = formInt(strings.TrimSpace(f.PowDifficulty), "pow_difficulty", fields)
 	for i, g := range f.Grades {
 		price, err := strconv.ParseInt(g.Price, 10, 64)
 		if err != nil && g.Price != "" {

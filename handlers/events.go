@@ -45,5 +45,5 @@ func (s *Server) handleEvent(c echo.Context) error {
 			"status": e.Status, "limit": e.MaxPerAccount, "currency": e.Currency, "grades": grades,
 		})
 	}
-	return render(c, http.StatusOK, views.EventPage(e, s.Now()))
+	return render(c, http.StatusOK, views.EventPage(e, s.Now(), s.challengeJSON(c, e)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -142,7 +143,9 @@ func positionJSON(p boxoffice.QueuePosition) map[string]any {
 // (the join script); the place goes into the place cookie, never into the
 // session. JSON: 200 with the position; HTML: 303 to the waiting room. Before the queue opens or after
 // the sale ends: 409 queue_not_open, with a page saying when it opens. An
-// account that already bought the event's limit: 409 limit_reached.
+// account that already bought the event's limit: 409 limit_reached. An
+// event that asks a proof of work: 428 challenge_required without one, 403
+// challenge_failed for a bad one (handlers/challenge.go).
 func (s *Server) handleQueueJoin(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
@@ -162,13 +165,22 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 	account := boxoffice.AccountFromContext(ctx)
 	req := boxoffice.JoinRequest{EventID: id, AccountID: account.ID, SessionKey: boxoffice.SessionKeyFromContext(ctx),
 		Limit: e.MaxPerAccount}
+	if e.PowDifficulty > 0 {
+		var refusal *boxoffice.Error
+		if req.Proof, req.ProofExpires, refusal = s.checkProof(c, e); refusal != nil {
+			return s.challengeAnswer(c, e, refusal)
+		}
+	}
 	if e.HasPrequeue() {
 		if req, err = s.prequeueJoin(ctx, e, req); err != nil {
 			return err
 		}
 	}
 	p, err := s.Queue.Join(ctx, req)
-	if err != nil {
+	var refusal *boxoffice.Error
+	if errors.As(err, &refusal) && refusal.Code == boxoffice.ECHALLENGEFAILED {
+		return s.challengeAnswer(c, e, refusal)
+	} else if err != nil {
 		return err
 	}
 	s.keepQueuePlace(c, e, p)

@@ -83,6 +83,9 @@ type Server struct {
 	// when 0): once per tick each instance reads the positions of all its
 	// SSE clients of an event in one Redis round trip.
 	AdmissionTick time.Duration
+	// ChallengeKey signs the proof-of-work challenges of joins (package
+	// altcha); derived from SESSION_SECRET.
+	ChallengeKey []byte
 	// Draws keeps the pre-queues' draw seeds.
 	Draws boxoffice.DrawSeeds
 	// StreamsPerSession and StreamsPerAddress cap the waiting-room streams

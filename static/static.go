@@ -1,6 +1,7 @@
 // Package static embeds the site's CSS and scripts: Pico CSS, htmx 2 and its
-// SSE extension, the ALTCHA proof-of-work widget (altcha@1.5.1, MIT; vendored from the npm registry by scripts/vendor.sh at the
-// versions pinned there) and boxoffice's own app.css.
+// SSE extension, the ALTCHA proof-of-work widget (altcha@1.5.1, MIT; all
+// vendored from the npm registry by scripts/vendor.sh at the versions pinned
+// there) and boxoffice's own app.css.
 package static
 
 import "embed"

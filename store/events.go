@@ -47,8 +47,8 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 		err := tx.QueryRow(ctx, `
 			INSERT INTO event (venue_id, title, description, time_zone, starts_at, queue_opens_at, sale_ends_at,
 			                   currency, max_per_account, hold_ttl_seconds, token_ttl_seconds, admission_rate, max_shoppers,
-			                   prequeue_opens_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0), $14)
+			                   prequeue_opens_at, pow_difficulty)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, NULLIF($13, 0), $14, $15)
 			RETURNING id`, eventArgs(in)...).Scan(&id)
 		if pgErrCode(err) == "23503" { // the venue was deleted a moment ago
 			return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
@@ -73,7 +73,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 func eventArgs(in boxoffice.EventInput) []any {
 	return []any{in.VenueID, in.Title, in.Description, in.TimeZone, in.StartsAt, in.QueueOpensAt, in.SaleEndsAt,
 		in.Currency, in.MaxPerAccount, int(in.HoldTTL / time.Second), int(in.TokenTTL / time.Second),
-		in.AdmissionRate, in.MaxShoppers, nullTime(in.PrequeueOpensAt)}
+		in.AdmissionRate, in.MaxShoppers, nullTime(in.PrequeueOpensAt), in.PowDifficulty}
 }
 
 // nullTime is t for a nullable column: NULL when zero.
@@ -203,7 +203,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 			UPDATE event SET venue_id = $2, title = $3, description = $4, time_zone = $5, starts_at = $6,
 			       queue_opens_at = $7, sale_ends_at = $8, currency = $9, max_per_account = $10,
 			       hold_ttl_seconds = $11, token_ttl_seconds = $12, admission_rate = $13,
-			       max_shoppers = NULLIF($14, 0), prequeue_opens_at = $15, updated_at = now()
+			       max_shoppers = NULLIF($14, 0), prequeue_opens_at = $15, pow_difficulty = $16, updated_at = now()
 			WHERE id = $1`, args...)
 		if err != nil {
 			return fmt.Errorf("update event: %w", err)
@@ -401,7 +401,7 @@ const eventQuery = `
 SELECT e.id, e.venue_id, v.name, e.title, e.description, e.time_zone, e.starts_at, e.queue_opens_at,
        e.sale_ends_at, e.currency, e.max_per_account, e.hold_ttl_seconds, e.token_ttl_seconds,
        e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.status, e.created_at, e.updated_at,
-       e.prequeue_opens_at
+       e.prequeue_opens_at, e.pow_difficulty
 FROM event e JOIN venue v ON v.id = e.venue_id`
 
 func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
@@ -410,7 +410,7 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 	var prequeue *time.Time
 	err := row.Scan(&e.ID, &e.VenueID, &e.VenueName, &e.Title, &e.Description, &e.TimeZone, &e.StartsAt,
 		&e.QueueOpensAt, &e.SaleEndsAt, &e.Currency, &e.MaxPerAccount, &holdTTL, &tokenTTL,
-		&e.AdmissionRate, &e.MaxShoppers, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt, &prequeue)
+		&e.AdmissionRate, &e.MaxShoppers, &e.Paused, &e.Status, &e.CreatedAt, &e.UpdatedAt, &prequeue, &e.PowDifficulty)
 	if err != nil {
 		return nil, err
 	}

@@ -126,6 +126,13 @@ func (q *Queue) sessKey(e int64) string  { return q.Redis.Key("queue:sess:{%d}",
 func (q *Queue) statsKey(e int64) string { return q.Redis.Key("queue:stats:{%d}", e) }
 func (q *Queue) liveKey(e int64) string  { return q.Redis.entryLiveKey(e) }
 func (q *Queue) preKey(e int64) string   { return q.Redis.Key("prequeue:{%d}", e) }
+
+// proofKey is the used proof of work of challenge for event e (the join
+// script's KEYS[9]).
+func (q *Queue) proofKey(e int64, challenge string) string {
+	return q.Redis.Key("queue:proof:{%d}:%s", e, challenge)
+}
+
 func (q *Queue) preAcctKey(e int64) string {
 	return q.Redis.Key("prequeue:acct:{%d}", e)
 }
@@ -164,8 +171,14 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	}
 	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID),
 		q.Redis.boughtKey(eventID), q.preKey(eventID), q.preAcctKey(eventID)}
+	var proofUntil int64
+	if r.Proof != "" {
+		// kept a minute past the expiry, so that a Redis clock behind ours
+		// cannot forget a proof that Verify still takes
+		keys, proofUntil = append(keys, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
+	}
 	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
-		drawAt, r.Ticket, r.Rank).Slice()
+		drawAt, r.Ticket, r.Rank, proofUntil).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -187,6 +200,8 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		}
 		ticket, _ := res[4].(string)
 		return boxoffice.QueuePosition{Status: boxoffice.QueuePrequeue, Epoch: st.epoch, Ticket: ticket, Entrants: int(toInt64(res[5]))}, nil
+	case "proof_used":
+		return boxoffice.QueuePosition{}, boxoffice.NewError(boxoffice.ECHALLENGEFAILED, "err_challenge_failed")
 	case "limit_reached":
 		return boxoffice.QueuePosition{}, &boxoffice.Error{Code: boxoffice.ELIMITREACHED,
 			Msg: boxoffice.M("err_limit_reached", "Limit", r.Limit), Details: map[string]any{"limit": r.Limit}}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -158,6 +160,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 
 		AdmissionTick:     cfg.AdmissionTick,
 		Draws:             &store.Draws{DB: db},
+		ChallengeKey:      challengeKey(cfg.SessionSecret),
 		StreamsPerSession: cfg.StreamsPerSession,
 		StreamsPerAddress: cfg.StreamsPerAddress,
 		DefaultLang:       cfg.DefaultLang,
@@ -315,4 +318,14 @@ func createAdmin(ctx context.Context, cfg Config, args []string, stdout io.Write
 	}
 	fmt.Fprintf(stdout, "admin %s created (account %d)\n", a.Email, a.ID)
 	return nil
+}
+
+// challengeKey is the key that signs the proof-of-work challenges of joins:
+// HMAC-SHA-256 of a fixed label under SESSION_SECRET, so that a challenge's
+// signature can never stand for a ticket code or a customer key signed with
+// the secret itself.
+func challengeKey(secret string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("boxoffice join challenge"))
+	return m.Sum(nil)
 }

@@ -19,15 +19,20 @@
 -- ARGV[1] account id, ARGV[2] session key, ARGV[3] epoch for a new queue,
 -- ARGV[4] a fresh entry token, used only to move a live turn,
 -- ARGV[5] the per-account limit, 0 for no check,
+-- KEYS[9] queue:proof:{e}:<challenge>, only with a proof of work
 -- ARGV[6] the draw's time (Unix ms), 0 for no pre-queue, ARGV[7] a fresh
--- draw ticket, ARGV[8] its rank (draw, queue_draw.lua)
+-- draw ticket, ARGV[8] its rank (draw, queue_draw.lua), ARGV[9] until when
+-- (Unix ms) the proof of work is remembered as used
+--
+-- A join with a proof of work (KEYS[9]) takes it once: a proof used before
+-- is refused ("proof_used") and nothing changes.
 --
 -- With a pre-queue not yet drawn: before the draw's time the account enters
 -- the pre-queue (keeping its ticket if it has one, its session updated);
 -- at or after it, the join draws first (draw, from queue_draw.lua).
 --
 -- Returns {state, sequence, now (Unix ms, Redis clock), stats as HGETALL},
--- state one of "limit_reached", "admitted", "rejoined", "joined",
+-- state one of "limit_reached", "proof_used", "admitted", "rejoined", "joined",
 -- "sold_out"; or {"prequeue", 0, now, stats, ticket, entrants}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -35,6 +40,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local limit = tonumber(ARGV[5])
 if limit > 0 and tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0') >= limit then
   return {'limit_reached', 0, now, {}}
+end
+
+if KEYS[9] and not redis.call('SET', KEYS[9], '1', 'NX', 'PXAT', ARGV[9]) then
+  return {'proof_used', 0, now, {}}
 end
 
 local draw_at = tonumber(ARGV[6])
