@@ -100,6 +100,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Stopping:      stopping,
 		Venues:        &store.Venues{DB: db},
 		AdmissionTick: 100 * time.Millisecond,
+		ChallengeKey:  testChallengeKey,
 		// The tests below read English sentences; the language tests
 		// (lang_test.go) set the default to Korean, the product's.
 		DefaultLang: views.English,

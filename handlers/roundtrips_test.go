@@ -187,6 +187,16 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 		{"position status of a fan waiting (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, nil},
 		{"waiting room", "GET", queue, nil, nil, http.StatusOK, nil},
 	})
+	// A proof of work costs no round trip of its own: it is taken in the
+	// join's script, and a join without one is refused before Redis.
+	app.askProof(t, id, 10)
+	proof := solve(t, challenge(t, fan, id))
+	run(t, []step{
+		{"join with a proof of work (JSON)", "POST", queue, url.Values{"altcha": {proof}}, asJSON, http.StatusOK, evalsha},
+		{"join with a used proof (JSON)", "POST", queue, url.Values{"altcha": {proof}}, asJSON, http.StatusForbidden, evalsha},
+		{"join without a proof (JSON)", "POST", queue, url.Values{}, asJSON, http.StatusPreconditionRequired, nil},
+	})
+	app.askProof(t, id, 0)
 	if r := app.admit(t, boxoffice.AdmissionSettings{EventID: id, Rate: 1000, TokenTTL: 10 * time.Minute}); !slices.Contains(r.Admitted, acct.ID) {
 		t.Fatalf("admitted %v, want the fan", r.Admitted)
 	}
