@@ -93,7 +93,9 @@ func TestEventInput_Validate(t *testing.T) {
 		{"StartBeforeQueue", func(in *boxoffice.EventInput) { in.StartsAt = in.QueueOpensAt.Add(-time.Minute) }, []string{"starts_at"}},
 		{"Limits", func(in *boxoffice.EventInput) {
 			in.MaxPerAccount, in.HoldTTL, in.TokenTTL, in.AdmissionRate, in.MaxShoppers = 21, 1500*time.Millisecond, 7201*time.Second, 100001, -1
-		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_shoppers"}},
+			in.PowDifficulty = boxoffice.MaxPowDifficulty + 1
+		}, []string{"max_per_account", "hold_ttl", "token_ttl", "admission_rate", "max_shoppers", "pow_difficulty"}},
+		{"NegativeProofOfWork", func(in *boxoffice.EventInput) { in.PowDifficulty = -1 }, []string{"pow_difficulty"}},
 		{"Currency", func(in *boxoffice.EventInput) { in.Currency = "WON!" }, []string{"currency"}},
 		{"CurrencyNotISO", func(in *boxoffice.EventInput) { in.Currency = "ABC" }, []string{"currency"}},
 		{"CurrencyTooLong", func(in *boxoffice.EventInput) { in.Currency = "KRWX" }, []string{"currency"}},

@@ -60,7 +60,7 @@ func TestAdminEvents_Create(t *testing.T) {
 		d := doc(t, admin.do("GET", "/admin/events/new", nil))
 		f := formValues(t, d, `[data-testid="event-form"]`)
 		want := map[string]string{"venue_id": "", "time_zone": "Asia/Seoul", "currency": "KRW", "max_per_account": "5",
-			"hold_ttl": "300", "token_ttl": "600", "admission_rate": "100", "max_shoppers": "", "grades[0].code": ""}
+			"hold_ttl": "300", "token_ttl": "600", "admission_rate": "100", "max_shoppers": "", "pow_difficulty": "", "grades[0].code": ""}
 		for k, w := range want {
 			if got := f.Get(k); got != w {
 				t.Errorf("new form %s = %q, want %q", k, got, w)
@@ -112,6 +112,7 @@ func TestAdminEvents_Create(t *testing.T) {
 		f.Set("grades[0].price", "150000")
 		f.Set("grades[1].price", "90000")
 		f.Set("max_shoppers", "50")
+		f.Set("pow_difficulty", "20000")
 		f.Set("action", "save")
 		loc := wantRedirect(t, admin.do("POST", "/admin/events", f), "/admin/events/")
 		var id int64
@@ -120,8 +121,9 @@ func TestAdminEvents_Create(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.Title.In("en") != "New Year Concert" || e.Status != boxoffice.EventDraft || e.MaxShoppers != 50 {
-			t.Errorf("event %q %s cap %d, want the draft New Year Concert with cap 50", e.Title, e.Status, e.MaxShoppers)
+		if e.Title.In("en") != "New Year Concert" || e.Status != boxoffice.EventDraft || e.MaxShoppers != 50 || e.PowDifficulty != 20000 {
+			t.Errorf("event %q %s cap %d proof of work %d, want the draft New Year Concert with cap 50 and 20000",
+				e.Title, e.Status, e.MaxShoppers, e.PowDifficulty)
 		}
 		want := []time.Time{time.Date(2030, 12, 1, 11, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 9, 0, 0, 0, time.UTC), time.Date(2030, 12, 31, 13, 30, 0, 0, time.UTC)}
 		if got := []time.Time{e.QueueOpensAt, e.SaleEndsAt, e.StartsAt}; !got[0].Equal(want[0]) || !got[1].Equal(want[1]) || !got[2].Equal(want[2]) {
@@ -153,11 +155,12 @@ func TestAdminEvents_Create(t *testing.T) {
 			f.Set("token_ttl", "ten")
 			f.Set("admission_rate", "0")
 			f.Set("max_shoppers", "-1")
+			f.Set("pow_difficulty", "-5")
 			f.Set("grades[0].price", "abc")
 			f.Set("grades[1].code", "R")
 			f.Set("grades[1].color", "red")
 		}, []string{"venue_id", "title", "starts_at", "sale_ends_at", "currency", "max_per_account", "hold_ttl", "token_ttl",
-			"admission_rate", "max_shoppers", "grades[0].price", "grades[1].code", "grades[1].color"}},
+			"admission_rate", "max_shoppers", "pow_difficulty", "grades[0].price", "grades[1].code", "grades[1].color"}},
 		{"ErrAbsurd", func(f url.Values) {
 			f.Set("venue_id", "abc")
 			f.Set("hold_ttl", "99999999999999")

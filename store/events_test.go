@@ -56,9 +56,10 @@ func TestEvents_CreateEvent(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		in := eventInput(f.venue.ID, "R", "S", "A")
 		in.Title, in.Description, in.MaxShoppers = boxoffice.Text{"en": " Gala ", "ko": " 갈라 "}, boxoffice.Text{"en": "An evening"}, 500
+		in.PowDifficulty = 50000
 		ev := mustCreateEvent(t, f.es, in)
 		if ev.ID == 0 || ev.Title.In("en") != "Gala" || ev.Title.In("ko") != "갈라" || ev.Description.In("ko") != "An evening" || ev.Status != boxoffice.EventDraft || ev.VenueName != "Hall" ||
-			ev.MaxShoppers != 500 || ev.HoldTTL != 300*time.Second || ev.TokenTTL != 600*time.Second || ev.AdmissionRate != 100 ||
+			ev.MaxShoppers != 500 || ev.PowDifficulty != 50000 || ev.HoldTTL != 300*time.Second || ev.TokenTTL != 600*time.Second || ev.AdmissionRate != 100 ||
 			ev.MaxPerAccount != 5 || ev.Currency != "KRW" || ev.TimeZone != "Asia/Seoul" || ev.Paused {
 			t.Fatalf("CreateEvent = %+v", ev)
 		}
