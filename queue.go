@@ -27,6 +27,8 @@ const (
 	ReasonNone         = "none"          // never admitted, or Redis lost the token
 	ReasonExpired      = "expired"       // admitted, but the token's TTL has run out
 	ReasonOtherSession = "other_session" // the live token was issued, or moved by a rejoin, to another session
+	ReasonDone         = "done"          // the turn ended with the fan's confirmed order, nothing more held
+	ReasonLeft         = "left"          // the turn ended when the fan left the sale or logged out
 )
 
 // Defaults of the admitter.

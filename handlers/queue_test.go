@@ -21,6 +21,7 @@ import (
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/boxoffice/boxoffice/views"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -841,7 +842,7 @@ func TestQueue_TurnEnds(t *testing.T) {
 		if loc := resp.Header.Get("Location"); loc != fmt.Sprintf("/events/%d", ev.ID) {
 			t.Errorf("leaving redirects to %q, want the event page", loc)
 		}
-		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusForbidden)
+		wantNoEntry(t, c.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonLeft)
 		if mine, _, err := app.Srv.Holds.MyHolds(context.Background(), ev.ID, acct.ID); err != nil || len(mine) != 0 {
 			t.Errorf("holds after leaving = %v (%v), want none", mine, err)
 		}
@@ -862,7 +863,12 @@ func TestQueue_TurnEnds(t *testing.T) {
 		}
 		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
 		wantStatus(t, c.do("GET", app.payAtSandbox(t, c, o, "pay", ""), nil), http.StatusSeeOther)
-		wantStatus(t, c.do("GET", entry, nil, "Accept: application/json"), http.StatusForbidden)
+		wantNoEntry(t, c.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonDone)
+		page := c.do("GET", seatsPath(ev.ID), nil)
+		wantStatus(t, page, http.StatusForbidden)
+		if testid(doc(t, page), "error-message") != views.In(views.English, views.NoEntryMsg(boxoffice.ReasonDone)) {
+			t.Error("a fan whose turn ended with the order is not told so on the seat map page")
+		}
 	})
 
 	t.Run("LogOut", func(t *testing.T) {
@@ -870,7 +876,7 @@ func TestQueue_TurnEnds(t *testing.T) {
 		app.enter(t, c, ev.ID)
 		app.hold(t, acct, ev.ID, "A-1-7")
 		wantStatus(t, c.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
-		if err := app.Srv.Queue.CheckEntry(context.Background(), ev.ID, acct.ID, "any"); boxoffice.NoEntryReason(err) != boxoffice.ReasonExpired {
+		if err := app.Srv.Queue.CheckEntry(context.Background(), ev.ID, acct.ID, "any"); boxoffice.NoEntryReason(err) != boxoffice.ReasonLeft {
 			t.Errorf("entry after log-out = %v, want ended", err)
 		}
 		if mine, _, err := app.Srv.Holds.MyHolds(context.Background(), ev.ID, acct.ID); err != nil || len(mine) != 0 {

@@ -328,10 +328,8 @@ func (h *Holds) runHoldScript(ctx context.Context, script *redis.Script, e int64
 // entryRefused is the ENOENTRYTOKEN error for a reason a script gave.
 func entryRefused(reason any) error {
 	switch reason {
-	case boxoffice.ReasonExpired:
-		return entryExpired()
-	case boxoffice.ReasonOtherSession:
-		return otherSession()
+	case boxoffice.ReasonExpired, boxoffice.ReasonDone, boxoffice.ReasonLeft, boxoffice.ReasonOtherSession:
+		return noEntry(reason.(string))
 	}
 	return noEntryYet()
 }
@@ -470,10 +468,10 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 		shared, fetch := h.claimSharedMap(eventID, copyID)
 		pipe := h.Redis.Client.TxPipeline()
 		var entry *redis.StringCmd
-		var everAdmitted *redis.FloatCmd
+		var ended *redis.FloatCmd
 		if s.SessionKey != "" {
 			entry = pipe.Get(ctx, h.Redis.entryKey(eventID, accountID))
-			everAdmitted = pipe.ZScore(ctx, h.Redis.entryLiveKey(eventID), me)
+			ended = pipe.ZScore(ctx, h.Redis.entryLiveKey(eventID), me)
 		}
 		timeCmd := pipe.Time(ctx)
 		ready := pipe.Exists(ctx, h.Redis.Key("cache:ready:{%d}", eventID))
@@ -497,7 +495,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 			}
 		}
 		if err == nil && entry != nil {
-			err = checkEntry(entry.Val(), everAdmitted.Err() == nil, s.SessionKey)
+			err = checkEntry(entry.Val(), ended, s.SessionKey)
 		}
 		if err == nil && ready.Val() == 0 {
 			if attempt > 0 {
@@ -537,12 +535,13 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 }
 
 // checkEntry is the entry check of the hold scripts, on an entry token
-// ("<token>|<session key>", "" if none) read in a MULTI/EXEC.
-func checkEntry(token string, everAdmitted bool, sessionKey string) error {
+// ("<token>|<session key>", "" if none) and the account's score in
+// entry:live:{e} (missing if it was never admitted), read in a MULTI/EXEC.
+func checkEntry(token string, ended *redis.FloatCmd, sessionKey string) error {
 	_, bound, ok := strings.Cut(token, "|")
 	switch {
-	case token == "" && everAdmitted:
-		return entryExpired()
+	case token == "" && ended.Err() == nil:
+		return noEntry(endedReason(ended.Val()))
 	case token == "":
 		return noEntryYet()
 	case !ok || !equal(bound, sessionKey):

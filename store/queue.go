@@ -327,7 +327,7 @@ func (q *Queue) CheckEntry(ctx context.Context, eventID, accountID int64, sessio
 type entry struct {
 	token, session string
 	ttl            time.Duration
-	expired        bool // no live token, but one was issued
+	ended          string // without a live token: why the one issued ended (Reason*), "" if none was
 }
 
 // otherSession is the refusal of a session that does not hold the
@@ -337,15 +337,24 @@ func otherSession() error {
 }
 
 func (e entry) missing() error {
-	if e.expired {
-		return entryExpired()
+	if e.ended == "" {
+		return noEntryYet()
 	}
-	return noEntryYet()
+	return noEntry(e.ended)
 }
 
-// entryExpired refuses an account whose entry token ran out.
-func entryExpired() error {
-	return noEntry(boxoffice.ReasonExpired)
+// endedReason says why an issued entry token ended, by its score in
+// entry:live:{e}: 0 when the fan's order was confirmed (hold_sold.lua), 1
+// when the fan left the sale or logged out (hold_leave.lua), otherwise the
+// time it ran out.
+func endedReason(score float64) string {
+	switch score {
+	case 0:
+		return boxoffice.ReasonDone
+	case 1:
+		return boxoffice.ReasonLeft
+	}
+	return boxoffice.ReasonExpired
 }
 
 // noEntryYet refuses an account that holds no entry token and had none.
@@ -371,7 +380,10 @@ func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry,
 	}
 	v, err := getCmd.Result()
 	if errors.Is(err, redis.Nil) {
-		return entry{expired: liveCmd.Err() == nil}, nil
+		if liveCmd.Err() != nil {
+			return entry{}, nil
+		}
+		return entry{ended: endedReason(liveCmd.Val())}, nil
 	} else if err != nil {
 		return entry{}, fmt.Errorf("read entry token: %w", err)
 	}

@@ -99,8 +99,12 @@ func TestAdmission_FreePlaces(t *testing.T) {
 			switch a % 4 {
 			case 0, 1:
 				freed++
-				if err := q.CheckEntry(ctx, ev.ID, a, sess(a)); boxoffice.NoEntryReason(err) != boxoffice.ReasonExpired {
-					t.Fatalf("tick %d: entry of %d after leaving or buying all = %v, want ended", tick, a, err)
+				want := boxoffice.ReasonLeft
+				if a%4 == 1 {
+					want = boxoffice.ReasonDone
+				}
+				if err := q.CheckEntry(ctx, ev.ID, a, sess(a)); boxoffice.NoEntryReason(err) != want {
+					t.Fatalf("tick %d: entry of %d after leaving or buying all = %v, want ended for reason %s", tick, a, err, want)
 				}
 				if a%4 == 0 {
 					mine, _, err := env.H.MyHolds(ctx, ev.ID, a)

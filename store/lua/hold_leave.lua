@@ -2,7 +2,8 @@
 -- first (DESIGN rule 5): every hold of the account ends (a compare-and-
 -- delete per seat, so another account's hold is never touched), and the
 -- entry token ends, freeing the place among the shoppers for the next
--- admission (entry:live:{e} keeps the account, expired). The caller lists
+-- admission (entry:live:{e} keeps the account with the score 1, so that a
+-- turn the fan left can be told from one that ran out). The caller lists
 -- the account's held seats as it read them; if the account holds a seat
 -- that is not listed (a hold that came in since), nothing changes and the
 -- caller reads again.
@@ -38,7 +39,5 @@ for i = 6, #KEYS do
   end
 end
 redis.call('DEL', KEYS[1], KEYS[4])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZADD', KEYS[5], 'XX', now - 1, ARGV[1])
+redis.call('ZADD', KEYS[5], 'XX', 1, ARGV[1])
 return {'left', ended}

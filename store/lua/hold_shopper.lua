@@ -4,15 +4,22 @@
 -- entry_refusal checks the shopper's entry (DESIGN rule 5): the account's
 -- entry token (entry_key, "<token>|<session key>") must be live and bound to
 -- session ('' for no check). Returns nil, or the reason for refusing:
--- 'expired' (a token was issued, entry:live:{e} at live_key says so),
--- 'none' or 'other_session'.
+-- 'expired' (a token was issued, entry:live:{e} at live_key says so, and
+-- its score is when it ran out), 'done' (score 0: it ended with the fan's
+-- confirmed order, hold_sold.lua), 'left' (score 1: the fan left the sale
+-- or logged out, hold_leave.lua), 'none' or 'other_session'.
 local function entry_refusal(entry_key, live_key, acct, session)
   if session == '' then
     return nil
   end
   local entry = redis.call('GET', entry_key)
   if not entry then
-    if redis.call('ZSCORE', live_key, acct) then
+    local ended = redis.call('ZSCORE', live_key, acct)
+    if ended == '0' then
+      return 'done'
+    elseif ended == '1' then
+      return 'left'
+    elseif ended then
       return 'expired'
     end
     return 'none'

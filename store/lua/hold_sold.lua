@@ -2,8 +2,8 @@
 -- rises to the committed total, and any hold or claim on those seats ends.
 -- Then, if the account holds no other live seat of the event, its entry
 -- token ends: its place among the shoppers frees for the next admission
--- (entry:live:{e} keeps the account, expired, so that "ended" can be told
--- from "never").
+-- (entry:live:{e} keeps the account with the score 0, so that a turn that
+-- ended with a purchase can be told from one that ran out, or "never").
 -- KEYS[1] sold:{e}, KEYS[2] bought:{e}, KEYS[3] hold:{e}:{acct},
 -- KEYS[4] held:{e}, KEYS[5] holder:{e}, KEYS[6] claimed:{e},
 -- KEYS[7] entry:{e}:{acct}, KEYS[8] entry:live:{e},
@@ -25,6 +25,6 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if redis.call('ZCOUNT', KEYS[3], now, '+inf') == 0 and redis.call('DEL', KEYS[7]) == 1 then
-  redis.call('ZADD', KEYS[8], 'XX', now - 1, ARGV[1])
+  redis.call('ZADD', KEYS[8], 'XX', 0, ARGV[1])
 end
 return 1
