@@ -46,8 +46,10 @@ type crowd struct {
 	soldOutLine atomic.Int64 // fans the queue told it was sold out
 	noSeatLeft  atomic.Int64 // admitted fans who found no free seat
 	racesLost   atomic.Int64 // holds refused with 409 seat_taken, outside the races
-	// limitHolding and limitOwning count the holds refused with 422
-	// limit_exceeded to fans holding 5 seats, then owning them.
+	// limitHolding counts the holds refused with 422 limit_exceeded to fans
+	// holding 5 seats; limitOwning the fans owning 5 whose turn ended with
+	// their order (a hold refused with 403 no_entry_token, reason done) and
+	// who were refused a new turn (409 limit_reached).
 	limitHolding, limitOwning atomic.Int64
 
 	mu        sync.Mutex
@@ -509,10 +511,10 @@ func (f *fan) race(ctx context.Context, r *race) (won bool, err error) {
 
 // overTheLimit holds 5 seats, the limit, tries one more (422
 // limit_exceeded, owned 0 and held 5), buys the 5 and tries one more again
-// (422, owned 5 and held 0). With probe "", it tries free seats at random
-// and, when fewer than 5 seats are free, buys what it holds and tries
-// nothing more. Otherwise it tries probe, a seat that nobody else takes
-// meanwhile, and fails unless both tries are refused.
+// by every path (ownsTheLimit). With probe "", it tries free seats at
+// random and, when fewer than 5 seats are free, buys what it holds and
+// tries nothing more. Otherwise it tries probe, a seat that nobody else
+// takes meanwhile, and fails unless both tries are refused.
 func (f *fan) overTheLimit(ctx context.Context, probe string) error {
 	held, err := f.hold(ctx, 5)
 	switch {
@@ -531,10 +533,38 @@ func (f *fan) overTheLimit(ctx context.Context, probe string) error {
 	if err := f.pay(ctx, held); err != nil {
 		return err
 	}
-	if refused, err := f.oneMore(ctx, probe, 5, 0); err != nil {
+	seat := probe
+	if seat == "" {
+		seat = held[0]
+	}
+	if err := f.ownsTheLimit(ctx, seat); err != nil {
 		return fmt.Errorf("owning 5: %w", err)
-	} else if refused {
-		f.c.limitOwning.Add(1)
+	}
+	f.c.limitOwning.Add(1)
+	return nil
+}
+
+// ownsTheLimit checks that a fan who bought the limit has no way to a
+// sixth seat: its turn ended with its order, so a hold of seat is refused
+// with 403 no_entry_token saying so (reason done), and joining the queue
+// again gives no new turn (409 limit_reached).
+func (f *fan) ownsTheLimit(ctx context.Context, seat string) error {
+	id := f.c.sale.Event.ID
+	a, err := f.do(ctx, nil, http.MethodPost, fmt.Sprintf("/events/%d/holds", id), url.Values{"seat": {seat}}, false)
+	if err != nil {
+		return err
+	}
+	var refusal struct{ Reason string }
+	json.Unmarshal(a.body, &refusal)
+	if a.status != http.StatusForbidden || a.code() != "no_entry_token" || refusal.Reason != "done" {
+		return fmt.Errorf("hold of one more seat %s: %v, want 403 no_entry_token for reason done", seat, a)
+	}
+	a, err = f.do(ctx, nil, http.MethodPost, fmt.Sprintf("/events/%d/queue", id), url.Values{}, false)
+	if err != nil {
+		return err
+	}
+	if a.status != http.StatusConflict || a.code() != "limit_reached" {
+		return fmt.Errorf("joining the queue again: %v, want 409 limit_reached", a)
 	}
 	return nil
 }
