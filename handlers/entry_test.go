@@ -156,11 +156,11 @@ func TestEntry_Expired(t *testing.T) {
 	wantStatus(t, fan.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
 }
 
-// A fan who logs out and in again, or moves to a second device, during
-// their turn gets it back by joining the queue again there: the rejoin
-// moves the turn to that session, with its holds and without extending it,
-// and the session that had it is refused with a sentence saying how to get
-// it back.
+// A fan who moves to a second device during their turn gets it there by
+// joining the queue again: the rejoin moves the turn to that session, with
+// its holds and without extending it, and the session that had it is
+// refused with a sentence saying how to get it back. Logging out instead
+// ends the turn and its holds (issue 17), and says so after logging in.
 func TestEntry_RejoinMovesTurn(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
@@ -189,23 +189,17 @@ func TestEntry_RejoinMovesTurn(t *testing.T) {
 	}
 	before := ttl(fan)
 
-	wantStatus(t, fan.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
-	logIn(fan)
-	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
-	rejoin(fan)
-	if after := ttl(fan); after <= 0 || after > before {
-		t.Errorf("after the rejoin %v ms are left, want at most the %v ms left before it", after, before)
-	}
-	if m := getSeatMap(t, fan, e.ID); !slices.Equal(m.Holds.Seats, []string{"A-1-1"}) {
-		t.Errorf("holds after logging in again = %v, want A-1-1", m.Holds.Seats)
-	}
-	hold(t, fan, e.ID, "A-1-2")
-
 	phone := app.newClient(t)
 	logIn(phone)
 	wantNoEntry(t, phone.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
 	rejoin(phone)
-	getSeatMap(t, phone, e.ID)
+	if after := ttl(phone); after <= 0 || after > before {
+		t.Errorf("after the rejoin %v ms are left, want at most the %v ms left before it", after, before)
+	}
+	if m := getSeatMap(t, phone, e.ID); !slices.Equal(m.Holds.Seats, []string{"A-1-1"}) {
+		t.Errorf("holds after moving the turn = %v, want A-1-1", m.Holds.Seats)
+	}
+	hold(t, phone, e.ID, "A-1-2")
 
 	// The browser that had the turn is told where it went and how to get it
 	// back, and opens nothing.
@@ -223,4 +217,19 @@ func TestEntry_RejoinMovesTurn(t *testing.T) {
 		t.Errorf("holds after moving the turn back = %v, want A-1-1 and A-1-2", m.Holds.Seats)
 	}
 	wantNoEntry(t, phone.do("GET", seatsPath(e.ID), nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+
+	// Logging out ends the turn with its holds; logged in again, the fan is
+	// told so, and joining again gives a new turn in the line.
+	wantStatus(t, fan.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+	logIn(fan)
+	wantNoEntry(t, fan.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonLeft)
+	resp := fan.do("POST", join, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	if m := decode(t, resp); m["status"] != boxoffice.QueueWaiting {
+		t.Errorf("joining after logging out answered %v, want status waiting", m)
+	}
+	app.admit(t, boxoffice.AdmissionSettings{EventID: e.ID, Rate: 10, TokenTTL: time.Minute})
+	if m := getSeatMap(t, fan, e.ID); len(m.Holds.Seats) != 0 {
+		t.Errorf("holds in the new turn after logging out = %v, want none", m.Holds.Seats)
+	}
 }
