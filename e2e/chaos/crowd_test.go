@@ -525,7 +525,7 @@ func (f *fan) overTheLimit(ctx context.Context, probe string) error {
 	case len(held) < 5:
 		return f.pay(ctx, held)
 	}
-	if refused, err := f.oneMore(ctx, probe, 0, 5); err != nil {
+	if refused, err := f.oneMore(ctx, probe); err != nil {
 		return fmt.Errorf("holding 5: %w", err)
 	} else if refused {
 		f.c.limitHolding.Add(1)
@@ -571,9 +571,9 @@ func (f *fan) ownsTheLimit(ctx context.Context, seat string) error {
 
 // oneMore tries to hold one more seat, seat or (when "") a free one at
 // random, and reports whether it was refused with 422 limit_exceeded
-// counting owned and held. At random, it tries other seats after a lost
+// counting 5 held and none owned. At random, it tries other seats after a lost
 // race and gives up (false) when no seat is free; seat must be refused.
-func (f *fan) oneMore(ctx context.Context, seat string, owned, held int) (bool, error) {
+func (f *fan) oneMore(ctx context.Context, seat string) (bool, error) {
 	for range 20 {
 		try := seat
 		if try == "" {
@@ -590,8 +590,8 @@ func (f *fan) oneMore(ctx context.Context, seat string, owned, held int) (bool, 
 		switch {
 		case a.status == http.StatusUnprocessableEntity && a.code() == "limit_exceeded":
 			var got struct{ Limit, Owned, Held int }
-			if err := json.Unmarshal(a.body, &got); err != nil || got.Limit != 5 || got.Owned != owned || got.Held != held {
-				return false, fmt.Errorf("refused one more seat with %v, want limit 5, owned %d, held %d", a, owned, held)
+			if err := json.Unmarshal(a.body, &got); err != nil || got.Limit != 5 || got.Owned != 0 || got.Held != 5 {
+				return false, fmt.Errorf("refused one more seat with %v, want limit 5, owned 0, held 5", a)
 			}
 			return true, nil
 		case a.status == http.StatusConflict && a.code() == "seat_taken" && seat == "":
