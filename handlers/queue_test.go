@@ -921,8 +921,9 @@ func TestQueue_Stream_Caps(t *testing.T) {
 	if ok != 4 || refused != 296 {
 		t.Fatalf("%d streams of one session opened and %d refused, want 4 and 296", ok, refused)
 	}
-	// Another session from the same address: two more streams reach the
-	// address's cap of six.
+	// Another session from the same address, in line too so that its
+	// streams stay open: two more streams reach the address's cap of six.
+	wantStatus(t, b.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
 	for i := range 3 {
 		resp := b.do("GET", path, nil, "Accept: text/event-stream")
 		want := http.StatusOK
