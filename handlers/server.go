@@ -49,11 +49,13 @@ type Server struct {
 	Queue      boxoffice.QueueService
 	Holds      boxoffice.HoldService
 	// TrustedProxies are the load balancers (TRUSTED_PROXIES) whose
-	// X-Forwarded-For is believed: a request whose peer is in one of them
-	// is taken to come from the last address in the header that is not
-	// (echo.ExtractIPFromXFFHeader); any other peer's header is ignored.
-	// Every per-address rule and log line uses the address so found. None
-	// (the default) trusts no header: the peer is the client.
+	// X-Forwarded-For and X-Forwarded-Proto are believed: a request whose
+	// peer is in one of them is taken to come from the last address in
+	// X-Forwarded-For that is not (echo.ExtractIPFromXFFHeader), over https
+	// when X-Forwarded-Proto says so; any other peer's headers are ignored.
+	// Every per-address rule and log line uses the address so found, and
+	// the cookies' Secure attribute the scheme (secureCookies). None (the
+	// default) trusts no header: the peer is the client.
 	TrustedProxies []*net.IPNet
 	// Limiter enforces the rate limits on sign-up, log-in and joining; nil
 	// turns them off (RATE_LIMITS=off, for load tests from one address).
@@ -158,7 +160,7 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	e.Pre(s.bodyDeadline())
-	e.Use(securityHeaders, s.language, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
+	e.Use(s.secureCookies, securityHeaders, s.language, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))

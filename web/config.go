@@ -44,7 +44,8 @@ type Config struct {
 	DatabaseReadURL string
 
 	// TRUSTED_PROXIES: comma-separated CIDRs of the load balancers whose
-	// X-Forwarded-For is believed (handlers.Server.TrustedProxies); none
+	// X-Forwarded-For and X-Forwarded-Proto are believed
+	// (handlers.Server.TrustedProxies); none
 	// by default. A bare address counts as its /32 or /128.
 	TrustedProxies []*net.IPNet
 

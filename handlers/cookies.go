@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// secureCookies marks every cookie of a response Secure (the session
+// cookie, which scs writes, the language cookie, the queue's place cookie)
+// when the request came over https (overHTTPS). With an https BASE_URL
+// they are Secure already, whatever the request says (NewSessions). The
+// mark is made just before the response's header is written, by which time
+// every cookie is in it, or once the handlers are done when none wrote.
+func (s *Server) secureCookies(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.Sessions.Cookie.Secure || !s.overHTTPS(c.Request()) {
+			return next(c)
+		}
+		res := c.Response()
+		res.Before(func() { markSecure(res.Header()) })
+		err := next(c)
+		if !res.Committed {
+			markSecure(res.Header())
+		}
+		return err
+	}
+}
+
+// markSecure adds the Secure attribute to each Set-Cookie of h that lacks it.
+func markSecure(h http.Header) {
+	cookies := h["Set-Cookie"]
+	for i, v := range cookies {
+		if k, err := http.ParseSetCookie(v); err == nil && !k.Secure {
+			cookies[i] = v + "; Secure"
+		}
+	}
+}
+
+// overHTTPS reports whether r reached the site over https: TLS on the
+// connection, or, from a peer in TrustedProxies, an X-Forwarded-Proto of
+// https (its last value: the scheme the balancer itself was reached by).
+// Anyone else's X-Forwarded-Proto is ignored (unlike echo's Context.Scheme,
+// which believes it from any peer).
+func (s *Server) overHTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	proto := r.Header.Values(echo.HeaderXForwardedProto)
+	if len(proto) == 0 || !s.trustedPeer(r) {
+		return false
+	}
+	last := proto[len(proto)-1]
+	last = last[strings.LastIndexByte(last, ',')+1:]
+	return strings.EqualFold(strings.TrimSpace(last), "https")
+}
+
+// trustedPeer reports whether the connection of r comes from one of
+// TrustedProxies.
+func (s *Server) trustedPeer(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	for _, n := range s.TrustedProxies {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
