@@ -273,6 +273,12 @@ func checkPageLangs(t *testing.T, c *client, path string) {
 	t.Helper()
 	for lang, other := range map[string]string{views.Korean: views.English, views.English: views.Korean} {
 		resp := c.do("GET", path, nil, "Accept-Language: "+lang)
+		// A redirect is no page: the page a person reads is where it leads
+		// (a fan whose turn ended with the sale is sent from the entry to
+		// the waiting room).
+		for hops := 0; resp.StatusCode >= 300 && resp.StatusCode < 400 && hops < 5; hops++ {
+			resp = c.do("GET", resp.Header.Get("Location"), nil, "Accept-Language: "+lang)
+		}
 		if resp.StatusCode >= 500 {
 			t.Errorf("%s in %s: status %d", path, lang, resp.StatusCode)
 			continue
