@@ -27,6 +27,7 @@ func newPageIn(t *testing.T, locale string) (playwright.BrowserContext, playwrig
 	page, err := bctx.NewPage()
 	must(t, "open a page", err)
 	page.SetDefaultTimeout(10000)
+	logErrors(t, page)
 	return bctx, page
 }
 
@@ -108,7 +109,15 @@ func TestJourney_Korean(t *testing.T) {
 		t.Errorf("the countdown reads %q, want minutes in Korean", got)
 	}
 	screenshot(t, page, "ko-seatmap")
+	// The seat map in every language while the fan holds seats: once the
+	// order is paid the fan's turn ends (no seat left held), and the seat
+	// map sends them to the waiting room.
 	seatMapURL := page.URL()
+	everyLanguage(t, a, bctx, page, map[string]string{"seatmap": seatMapURL,
+		"seat-section": seatMapURL + "?section=" + url.QueryEscape("1층 C") + "#pick"})
+	_, err = page.Goto(seatMapURL)
+	must(t, "open the seat map again", err)
+	waitSeatMap(t, page)
 
 	must(t, "check out", page.GetByTestId("checkout").Click())
 	must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
@@ -167,13 +176,23 @@ func TestJourney_Korean(t *testing.T) {
 		screenshot(t, admin, "ko-"+name)
 	}
 
-	// Every page of the journey in both languages, on a desktop and at a
-	// phone's width.
-	pages := map[string]string{"home": a.URL + "/", "event": a.URL + "/events/" + itoa(hall), "seatmap": seatMapURL,
-		"seat-section": seatMapURL + "?section=" + url.QueryEscape("1층 C") + "#pick",
-		"order":        orderURL, "my-orders": a.URL + "/me/orders", "login": a.URL + "/login"}
-	for _, lang := range views.Langs {
+	// The other pages of the journey in both languages, on a desktop and at
+	// a phone's width.
+	everyLanguage(t, a, bctx, page, map[string]string{"home": a.URL + "/", "event": a.URL + "/events/" + itoa(hall),
+		"order": orderURL, "my-orders": a.URL + "/me/orders", "login": a.URL + "/login"})
+}
+
+// everyLanguage opens each page (name: URL) in every language, on a desktop
+// and at a phone's width, and saves a screenshot of each as
+// <lang>-<name>[-phone]; it leaves the page in Korean at its first size.
+func everyLanguage(t *testing.T, a *app, bctx playwright.BrowserContext, page playwright.Page, pages map[string]string) {
+	t.Helper()
+	choose := func(lang string) {
 		must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+	}
+	size := page.ViewportSize()
+	for _, lang := range views.Langs {
+		choose(lang)
 		for _, size := range []struct {
 			name          string
 			width, height int
@@ -190,6 +209,8 @@ func TestJourney_Korean(t *testing.T) {
 			}
 		}
 	}
+	choose(views.Korean)
+	must(t, "resize back", page.SetViewportSize(size.Width, size.Height))
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

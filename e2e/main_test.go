@@ -193,7 +193,19 @@ func newPage(t *testing.T) playwright.Page {
 		t.Fatal(err)
 	}
 	page.SetDefaultTimeout(10000)
+	logErrors(t, page)
 	return page
+}
+
+// logErrors logs the page's script errors and console errors to t, so that
+// a wait that times out on a broken script says why.
+func logErrors(t *testing.T, page playwright.Page) {
+	page.OnPageError(func(err error) { t.Logf("%s: script error: %v", page.URL(), err) })
+	page.OnConsole(func(m playwright.ConsoleMessage) {
+		if m.Type() == "error" {
+			t.Logf("%s: console: %s", page.URL(), m.Text())
+		}
+	})
 }
 
 // screenshot saves the page as e2e/screenshots/<name>.png (git-ignored), for
