@@ -199,7 +199,11 @@ func everyLanguage(t *testing.T, a *app, bctx playwright.BrowserContext, page pl
 		}{{"", 1280, 800}, {"-phone", 390, 844}} {
 			must(t, "resize", page.SetViewportSize(size.width, size.height))
 			for name, u := range pages {
-				_, err := page.Goto(u)
+				// From the same URL with a #fragment, Goto would only
+				// scroll, not load the page in the new language.
+				_, err := page.Goto("about:blank")
+				must(t, "leave "+page.URL(), err)
+				_, err = page.Goto(u)
 				must(t, "open "+name, err)
 				wantLang(t, page, lang)
 				if name == "seatmap" {
