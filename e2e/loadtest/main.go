@@ -108,7 +108,7 @@ func main() {
 	fs.Float64Var(&cfg.BestShare, "best-share", 0.5, "share of fans that ask for the best available (grade and quantity) instead of choosing seats from the map")
 	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 6*time.Minute, "longest holding-and-buying phase (fans hold first, then pay: keep it near the event's 5-minute hold TTL)")
 	fs.IntVar(&cfg.SSEConns, "sse-conns", 10000, "-mode sse: concurrent SSE streams")
-	fs.IntVar(&cfg.SSEIPs, "sse-ips", 8, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over")
+	fs.IntVar(&cfg.SSEIPs, "sse-ips", 16, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over; the server takes STREAMS_PER_ADDRESS (1,000 by default) from each, so 10,000 streams need at least 10")
 	fs.BoolVar(&cfg.Profile, "profile", true, "take CPU profiles of the server (PPROF_ADDR) during the measured steps")
 	fs.BoolVar(&cfg.Baselines, "baselines", true, "measure the echo and Redis baselines")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the bench's database and Redis keys")

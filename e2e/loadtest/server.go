@@ -278,6 +278,11 @@ func startNginx(ctx context.Context, addr string, upstreams []string, dir string
 	if bin == "" {
 		return nil, fmt.Errorf("-instances needs nginx: run scripts/nginx-deps.sh (make bench does)")
 	}
+	// nginx reads relative paths from its own prefix (-p), not from ours
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
