@@ -96,7 +96,10 @@ func OpenRedis(ctx context.Context, rawURL, prefix string) (*Redis, error) {
 // CheckSeeds pings each seed of a cluster URL on its own (a seed that does
 // not answer within ctx is an error naming REDIS_URL and the seed), so that
 // a typo in one seed is found at start-up rather than when the others are
-// down. A one-server URL has no seeds: nil.
+// down, and asks each for CLUSTER INFO: a seed that is a Redis without
+// cluster support (a one-server Redis named in the cluster form) is an
+// error too, since every request would fail on it. A one-server URL has no
+// seeds: nil.
 func CheckSeeds(ctx context.Context, rawURL string) error {
 	_, cluster, err := ParseRedisURL(rawURL)
 	if err != nil || cluster == nil {
@@ -107,6 +110,8 @@ func CheckSeeds(ctx context.Context, rawURL string) error {
 		c := redis.NewClient(&redis.Options{Addr: addr, Username: cluster.Username, Password: cluster.Password, TLSConfig: cluster.TLSConfig, MaxRetries: -1})
 		if err := c.Ping(ctx).Err(); err != nil {
 			errs = append(errs, fmt.Errorf("REDIS_URL: the cluster seed %s does not answer: %w", addr, err))
+		} else if err := c.ClusterInfo(ctx).Err(); err != nil {
+			errs = append(errs, fmt.Errorf("REDIS_URL: the cluster seed %s is not a Redis Cluster node (%w); name one server as redis://host:port/db", addr, err))
 		}
 		c.Close()
 	}

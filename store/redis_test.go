@@ -70,6 +70,24 @@ func TestRedis_PingCluster(t *testing.T) {
 	}
 }
 
+// A one-server Redis named in the cluster form answers PING but has no
+// cluster support: CheckSeeds refuses it at start-up with a sentence that
+// names REDIS_URL and the seed, instead of a binary that starts and then
+// fails every request.
+func TestCheckSeeds_NotACluster(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	one, err := redis.ParseURL(storetest.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.CheckSeeds(ctx, "redis://"+one.Addr+"?addr="+one.Addr)
+	if err == nil || !strings.Contains(err.Error(), "REDIS_URL") || !strings.Contains(err.Error(), one.Addr) || !strings.Contains(err.Error(), "not a Redis Cluster node") {
+		t.Fatalf("CheckSeeds(a one-server Redis in the cluster form) = %v, want an error naming REDIS_URL, the seed and why", err)
+	}
+}
+
 func TestNewRedis_Bad(t *testing.T) {
 	for _, tt := range []struct{ url, prefix, want string }{
 		{"redis://127.0.0.1:6379/0?addr=127.0.0.1:6380", "bo:", "REDIS_URL: a cluster URL"},
