@@ -25,17 +25,12 @@
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
--- entry_refusal, prune_holds, seat_state, hold_seat and trim_held come
+-- hold_start, prune_holds, seat_state, hold_seat and trim_held come
 -- from hold_shopper.lua.
-local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
-if refusal then
-  return {'no_entry', refusal}
+local ended, now = hold_start()
+if ended then
+  return ended
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'rebuild'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local first_label = 10
 

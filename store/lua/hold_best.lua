@@ -25,17 +25,12 @@
 -- at all, and the position (from 1) of the run they are in; or 'none' (no
 -- run has a block that may be taken) and then the free seats of the runs
 -- and 1 when a run has a block that strands a seat (0 otherwise).
--- entry_refusal, prune_holds, seat_state, hold_seat and trim_held come from
+-- hold_start, prune_holds, seat_state, hold_seat and trim_held come from
 -- hold_shopper.lua.
-local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
-if refusal then
-  return {'no_entry', refusal}
+local ended, now = hold_start()
+if ended then
+  return ended
 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  return {'rebuild'}
-end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local quantity, may_strand, runs = tonumber(ARGV[6]), ARGV[7] == '1', tonumber(ARGV[8])
 local first_key, first_label = 10, 9 + 2 * runs

@@ -87,3 +87,20 @@ local function trim_held(hold_key, held_key, holder_key, now)
     redis.call('HDEL', holder_key, label)
   end
 end
+
+-- hold_start is what hold.lua and hold_best.lua check before they pick
+-- seats, with their common KEYS: the shopper's entry (KEYS[8], KEYS[9];
+-- ARGV[1] the account, ARGV[5] the session) and a complete sold-seat copy
+-- (KEYS[1]). Returns a reply that ends the script ({'no_entry', reason} or
+-- {'rebuild'}), or nil and Redis's time in milliseconds.
+local function hold_start()
+  local refusal = entry_refusal(KEYS[8], KEYS[9], ARGV[1], ARGV[5])
+  if refusal then
+    return {'no_entry', refusal}
+  end
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    return {'rebuild'}
+  end
+  local t = redis.call('TIME')
+  return nil, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
