@@ -299,8 +299,7 @@ func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *
 		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, 'rejected', '', $5, $6, $6) ON CONFLICT (payment_key) DO NOTHING`,
 		p.PaymentKey, o.ID, p.TotalAmount, p.Status, p.ApprovedAt, now)
-	b.Queue(`INSERT INTO purchase_count (event_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, o.EventID, o.AccountID)
-	b.Queue(`SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2 FOR UPDATE`, o.EventID, o.AccountID)
+	queuePurchaseLock(b, o.EventID, o.AccountID)
 	// NO KEY UPDATE: the payment rows of other transactions hold KEY SHARE
 	// locks on the order (their foreign key), which FOR UPDATE would wait
 	// for while they wait for purchase_count: a deadlock.
@@ -318,11 +317,8 @@ func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *
 			return fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 		}
 		inserted = tag.RowsAffected() == 1
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("purchase count: %w", err)
-		}
-		if err := br.QueryRow().Scan(&tickets); err != nil {
-			return fmt.Errorf("lock purchase count: %w", err)
+		if tickets, err = readPurchaseLock(br); err != nil {
+			return err
 		}
 		if err := br.QueryRow().Scan(&status, &limit); err != nil {
 			return fmt.Errorf("lock order: %w", err)
@@ -601,7 +597,8 @@ func sell(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payme
 	b.Queue(`
 		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
 		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)
-		WHERE (SELECT count(*) FROM sold_seat WHERE order_id = $1) = cardinality($5::text[])`, o.ID, o.EventID, now, ids, labels)
+		WHERE (SELECT count(*) FROM sold_seat WHERE event_id = $2 AND seat_label = ANY($5) AND order_id = $1) = cardinality($5::text[])`,
+		o.ID, o.EventID, now, ids, labels)
 	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
 	b.Queue(`UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`, p.PaymentKey, now)
 

@@ -105,7 +105,8 @@ func orderName(title string, seats int) string {
 // purchase_count row, and a payable order of exactly the same seats is
 // returned again instead of a second one, so that a double click makes one
 // order; otherwise the new order replaces the account's older unpaid orders
-// of the event (replaceUnpaid). After commit the holds are extended to the order's expiry; if some
+// of the event (insertOrder); two round trips and the commit (checkoutLocked,
+// insertOrder). After commit the holds are extended to the order's expiry; if some
 // ended meanwhile, the order is CANCELLED (hold_lost).
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
@@ -125,60 +126,16 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 	var id string
 	var expiresAt time.Time
 	err = s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		var title boxoffice.Text
-		var status string
-		var saleEnds time.Time
-		err := tx.QueryRow(ctx, `SELECT title, status, sale_ends_at FROM event WHERE id = $1`, eventID).
-			Scan(&title, &status, &saleEnds)
+		title, found, err := checkoutLocked(ctx, tx, eventID, accountID, labels, now)
 		if err != nil {
-			return notFound(err, "err_no_event")
-		}
-		if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
-			return boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_ended")
-		}
-		if _, err := lockPurchases(ctx, tx, eventID, accountID); err != nil {
 			return err
 		}
-		err = tx.QueryRow(ctx, `
-			SELECT o.id, o.expires_at FROM orders o
-			WHERE o.account_id = $1 AND o.event_id = $2 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3
-			  AND (SELECT count(*) FROM order_item i WHERE i.order_id = o.id) = cardinality($4::text[])
-			  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_id = o.id AND NOT i.seat_label = ANY($4))
-			ORDER BY o.created_at DESC LIMIT 1`, accountID, eventID, now, labels).Scan(&id, &expiresAt)
-		if err == nil {
+		if found != nil {
+			id, expiresAt = found.id, found.expiresAt
 			return nil
-		} else if !errors.Is(err, pgx.ErrNoRows) {
-			return fmt.Errorf("look up a payable order: %w", err)
 		}
 		id, expiresAt = newOrderID(), now.Add(s.window())
-		if err := replaceUnpaid(ctx, tx, eventID, accountID, id, labels, now); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `
-			WITH items AS (
-				SELECT s.label, s.grade, g.price FROM event_seat s
-				JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
-				WHERE s.event_id = $2 AND s.label = ANY($4)
-			)
-			INSERT INTO orders (id, event_id, account_id, amount, currency, order_name, expires_at, created_at, updated_at)
-			SELECT $1, $2, $3, (SELECT sum(price) FROM items), e.currency, $5, $6, $7, $7
-			FROM event e WHERE e.id = $2 AND (SELECT count(*) FROM items) = cardinality($4::text[])`,
-			id, eventID, accountID, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
-		if err != nil {
-			return fmt.Errorf("insert order: %w", err)
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("insert order: held seats %v are not all seats of event %d", labels, eventID)
-		}
-		_, err = tx.Exec(ctx, `
-			INSERT INTO order_item (order_id, event_id, seat_label, grade, price)
-			SELECT $1, s.event_id, s.label, s.grade, g.price FROM event_seat s
-			JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
-			WHERE s.event_id = $2 AND s.label = ANY($3)`, id, eventID, labels)
-		if err != nil {
-			return fmt.Errorf("insert order items: %w", err)
-		}
-		return nil
+		return insertOrder(ctx, tx, eventID, accountID, id, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create order: %w", err)
@@ -198,52 +155,150 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 	return s.FindOrderByID(ctx, id)
 }
 
-// replaceUnpaid makes the account's new order newID of the event the only
-// one that may be paid, in the checkout's transaction (which holds the
-// account's purchase_count row, as every confirmation does): the account's
-// older orders of the event that may still be paid (PENDING_PAYMENT, or
-// EXPIRED and so payable late) become CANCELLED with the reason replaced, so
-// that no seat is ever in two live orders; a payment that still arrives for
-// one of them is refused or refunded with that reason (boxoffice.
-// ClosedReason). A seat of labels sold meanwhile (the account's own older
-// order was confirmed just before) is refused: ESEATTAKEN with
-// Details["seats"].
-func replaceUnpaid(ctx context.Context, tx pgx.Tx, eventID, accountID int64, newID string, labels []string, now time.Time) error {
-	rows, err := tx.Query(ctx, `SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, eventID, labels)
+// payableOrder is an order of the account that may still be paid.
+type payableOrder struct {
+	id        string
+	expiresAt time.Time
+}
+
+// checkoutLocked is the first round trip of a checkout's transaction, one
+// batch: it reads the event, locks the account's purchase_count row (every
+// checkout and confirmation of one account and event is serialised on it),
+// then, under that lock, looks for a payable order of exactly these seats
+// (returned, so that a double click makes one order) and for seats of
+// labels sold meanwhile (the account's own older order was confirmed just
+// before). It returns the event's title and the payable order, or nil.
+// Errors: ENOTFOUND (no such event); ECONFLICT (the event is not on sale or
+// the sale has ended); ESEATTAKEN with Details["seats"] (seats sold).
+func checkoutLocked(ctx context.Context, tx pgx.Tx, eventID, accountID int64, labels []string, now time.Time) (boxoffice.Text, *payableOrder, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT title, status, sale_ends_at FROM event WHERE id = $1`, eventID)
+	queuePurchaseLock(b, eventID, accountID)
+	b.Queue(`
+		SELECT o.id, o.expires_at FROM orders o
+		WHERE o.account_id = $1 AND o.event_id = $2 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3
+		  AND (SELECT count(*) FROM order_item i WHERE i.order_id = o.id) = cardinality($4::text[])
+		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_id = o.id AND NOT i.seat_label = ANY($4))
+		ORDER BY o.created_at DESC LIMIT 1`, accountID, eventID, now, labels)
+	b.Queue(`SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, eventID, labels)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	var title boxoffice.Text
+	var status string
+	var saleEnds time.Time
+	if err := br.QueryRow().Scan(&title, &status, &saleEnds); err != nil {
+		return nil, nil, notFound(err, "err_no_event")
+	}
+	if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
+		return nil, nil, boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_ended")
+	}
+	if _, err := readPurchaseLock(br); err != nil {
+		return nil, nil, err
+	}
+	var o payableOrder
+	err := br.QueryRow().Scan(&o.id, &o.expiresAt)
+	if err == nil {
+		return title, &o, nil
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, fmt.Errorf("look up a payable order: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
-		return fmt.Errorf("sold seats: %w", err)
+		return nil, nil, fmt.Errorf("sold seats: %w", err)
 	}
 	sold, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return fmt.Errorf("sold seats: %w", err)
+		return nil, nil, fmt.Errorf("sold seats: %w", err)
 	}
 	if len(sold) > 0 {
-		return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_ended_some"), Details: map[string]any{"seats": sold}}
+		return nil, nil, &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_ended_some"), Details: map[string]any{"seats": sold}}
 	}
-	_, err = tx.Exec(ctx, `
-		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
-		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6)`,
-		accountID, eventID, boxoffice.ReasonReplaced, "replaced by order "+newID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
-	if err != nil {
-		return fmt.Errorf("replace unpaid orders: %w", err)
-	}
-	return nil
+	return title, nil, br.Close()
 }
 
-// lockPurchases takes the account's purchase_count row for the event
-// (creating it), FOR UPDATE: every checkout and confirmation of one account
-// and event is serialised on it. It returns the tickets the account bought.
-func lockPurchases(ctx context.Context, tx pgx.Tx, eventID, accountID int64) (int, error) {
-	_, err := tx.Exec(ctx, `INSERT INTO purchase_count (event_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, eventID, accountID)
+// insertOrder is the second round trip of a checkout's transaction (after
+// checkoutLocked, under the account's purchase_count lock), one batch: it
+// makes the new order id the only one of the account and event that may be
+// paid, since the account's older orders that may still be paid
+// (PENDING_PAYMENT, or EXPIRED and so payable late) become CANCELLED with
+// the reason replaced, so that no seat is ever in two live orders (a
+// payment that still arrives for one of them is refused or refunded with
+// that reason, boxoffice.ClosedReason); then it inserts the order, priced
+// from the seats' grades, and its items.
+func insertOrder(ctx context.Context, tx pgx.Tx, eventID, accountID int64, id string, labels []string, name string, expiresAt, now time.Time) error {
+	b := &pgx.Batch{}
+	b.Queue(`
+		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
+		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6)`,
+		accountID, eventID, boxoffice.ReasonReplaced, "replaced by order "+id, now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
+	b.Queue(`
+		WITH items AS (
+			SELECT s.label, s.grade, g.price FROM event_seat s
+			JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
+			WHERE s.event_id = $2 AND s.label = ANY($4)
+		)
+		INSERT INTO orders (id, event_id, account_id, amount, currency, order_name, expires_at, created_at, updated_at)
+		SELECT $1, $2, $3, (SELECT sum(price) FROM items), e.currency, $5, $6, $7, $7
+		FROM event e WHERE e.id = $2 AND (SELECT count(*) FROM items) = cardinality($4::text[])`,
+		id, eventID, accountID, labels, name, expiresAt, now)
+	b.Queue(`
+		INSERT INTO order_item (order_id, event_id, seat_label, grade, price)
+		SELECT $1, s.event_id, s.label, s.grade, g.price FROM event_seat s
+		JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
+		WHERE s.event_id = $2 AND s.label = ANY($3)`, id, eventID, labels)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("replace unpaid orders: %w", err)
+	}
+	tag, err := br.Exec()
 	if err != nil {
+		return fmt.Errorf("insert order: %w", err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("insert order: held seats %v are not all seats of event %d", labels, eventID)
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("insert order items: %w", err)
+	}
+	return br.Close()
+}
+
+// queuePurchaseLock queues the statements that take the account's
+// purchase_count row for the event (creating it), FOR UPDATE, which
+// readPurchaseLock reads.
+func queuePurchaseLock(b *pgx.Batch, eventID, accountID int64) {
+	b.Queue(`INSERT INTO purchase_count (event_id, account_id) VALUES ($1, $2) ON CONFLICT DO NOTHING`, eventID, accountID)
+	b.Queue(`SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2 FOR UPDATE`, eventID, accountID)
+}
+
+// readPurchaseLock reads queuePurchaseLock's results: the tickets the
+// account bought for the event.
+func readPurchaseLock(br pgx.BatchResults) (int, error) {
+	if _, err := br.Exec(); err != nil {
 		return 0, fmt.Errorf("purchase count: %w", err)
 	}
 	var tickets int
-	err = tx.QueryRow(ctx, `SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2 FOR UPDATE`, eventID, accountID).Scan(&tickets)
-	if err != nil {
+	if err := br.QueryRow().Scan(&tickets); err != nil {
 		return 0, fmt.Errorf("lock purchase count: %w", err)
 	}
 	return tickets, nil
+}
+
+// lockPurchases takes the account's purchase_count row for the event
+// (creating it), FOR UPDATE, in one round trip: every checkout and
+// confirmation of one account and event is serialised on it. It returns the
+// tickets the account bought.
+func lockPurchases(ctx context.Context, tx pgx.Tx, eventID, accountID int64) (int, error) {
+	b := &pgx.Batch{}
+	queuePurchaseLock(b, eventID, accountID)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	tickets, err := readPurchaseLock(br)
+	if err != nil {
+		return 0, err
+	}
+	return tickets, br.Close()
 }
 
 // orderColumns are the columns scanOrder reads, from orders o JOIN event e.
@@ -273,16 +328,22 @@ func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 
 // FindOrderByID returns the order with its event's venue and start, its
 // items (by section, row and number, each with its seat's parts and grade
-// name) and live tickets (not refunded), each with its signed code. Errors: ENOTFOUND.
+// name) and live tickets (not refunded), each with its signed code, read in
+// one round trip (one batch, so one snapshot). Errors: ENOTFOUND.
 func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
-	o, err := scanOrder(s.DB.Pool.QueryRow(ctx, orderQuery+` WHERE o.id = $1`, id))
+	b := &pgx.Batch{}
+	b.Queue(orderQuery+` WHERE o.id = $1`, id)
+	queueDetails(b, []string{id})
+	br := s.DB.Pool.SendBatch(ctx, b)
+	defer br.Close()
+	o, err := scanOrder(br.QueryRow())
 	if err != nil {
 		return nil, fmt.Errorf("find order: %w", notFound(err, "err_no_order"))
 	}
-	if err := s.loadDetails(ctx, s.DB.Pool, []*boxoffice.Order{o}); err != nil {
+	if err := s.readDetails(br, []*boxoffice.Order{o}); err != nil {
 		return nil, err
 	}
-	return o, nil
+	return o, br.Close()
 }
 
 // FindOrders returns the account's orders, newest first, with their items
@@ -304,23 +365,56 @@ func (s *Orders) FindOrders(ctx context.Context, accountID int64) ([]*boxoffice.
 	return orders, nil
 }
 
-// loadDetails fills the orders' items and tickets with two queries on q.
-func (s *Orders) loadDetails(ctx context.Context, q querier, orders []*boxoffice.Order) error {
+// batcher sends a batch: a pool, a connection or a transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// loadDetails fills the orders' items and tickets with two queries on q,
+// sent in one batch (one round trip).
+func (s *Orders) loadDetails(ctx context.Context, q batcher, orders []*boxoffice.Order) error {
 	if len(orders) == 0 {
 		return nil
 	}
-	byID := make(map[string]*boxoffice.Order, len(orders))
 	ids := make([]string, len(orders))
 	for i, o := range orders {
-		byID[o.ID], ids[i] = o, o.ID
+		ids[i] = o.ID
 	}
-	rows, err := q.Query(ctx, `
+	b := &pgx.Batch{}
+	queueDetails(b, ids)
+	br := q.SendBatch(ctx, b)
+	defer br.Close()
+	if err := s.readDetails(br, orders); err != nil {
+		return err
+	}
+	return br.Close()
+}
+
+// queueDetails queues the two queries of the items and the live tickets of
+// the orders ids, which readDetails reads.
+func queueDetails(b *pgx.Batch, ids []string) {
+	b.Queue(`
 		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name
 		FROM order_item i
 		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
 		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade
 		WHERE i.order_id = ANY($1)
 		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+	b.Queue(`
+		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
+		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
+		WHERE t.order_id = ANY($1) AND t.refunded_at IS NULL
+		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+}
+
+// readDetails reads queueDetails' results into the orders: their items and
+// tickets, each ticket with its signed code.
+func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) error {
+	byID := make(map[string]*boxoffice.Order, len(orders))
+	for _, o := range orders {
+		byID[o.ID] = o
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
 	}
@@ -335,11 +429,7 @@ func (s *Orders) loadDetails(ctx context.Context, q querier, orders []*boxoffice
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
 	}
-	rows, err = q.Query(ctx, `
-		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
-		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
-		WHERE t.order_id = ANY($1) AND t.refunded_at IS NULL
-		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+	rows, err = br.Query()
 	if err != nil {
 		return fmt.Errorf("order tickets: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -106,6 +107,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := store.RegisterPoolMetrics(registry, db); err != nil {
+		return err
+	}
 
 	sessionStore, err := store.NewSessions(rdb.Client, cfg.RedisPrefix, 0, registry)
 	if err != nil {
@@ -229,8 +233,14 @@ func instanceName() string {
 // serveProfiler serves net/http/pprof's handlers (/debug/pprof/...) on ln,
 // a loopback listener of its own (PPROF_ADDR, checked by LoadConfig), never
 // on the site's listener: the load test (e2e/loadtest) takes CPU profiles of
-// the server through it. Close the returned server to stop it.
+// the server through it. While it is on, blocking (on channels, selects,
+// mutexes: a request waiting for a pool connection among them, never for the
+// network) is sampled about once per 10 µs blocked, and mutex contention
+// once in 100 events, for /debug/pprof/block and /debug/pprof/mutex. Close
+// the returned server to stop it.
 func serveProfiler(ln net.Listener, logger *slog.Logger) *http.Server {
+	runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
+	runtime.SetMutexProfileFraction(100)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
