@@ -12,18 +12,22 @@ import (
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // checkout is the wiring of orders and payments: the PG client, the sandbox
 // PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
 // payment reconciler, retry of pending refunds, outbox relay).
 type checkout struct {
-	pg        *toss.Client
-	orders    *store.Orders
-	refunds   *store.Refunds
-	relay     *store.OutboxRelay
-	sandbox   *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
-	reconcile time.Duration    // RECONCILE_INTERVAL
+	pg      *toss.Client
+	orders  *store.Orders
+	refunds *store.Refunds
+	relay   *store.OutboxRelay
+	sandbox *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
+	// sandboxPool is the sandbox's own pool on DATABASE_URL (nil without
+	// the sandbox).
+	sandboxPool *pgxpool.Pool
+	reconcile   time.Duration // RECONCILE_INTERVAL
 }
 
 // newCheckout builds the orders store on the PG at PG_BASE_URL (with
@@ -59,11 +63,25 @@ func newCheckout(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis
 		if err != nil {
 			return nil, fmt.Errorf("BASE_URL: %w", err)
 		}
+		// The sandbox stands in for the PG's own servers, so its tables get
+		// a pool of their own: its calls do not wait for the store's
+		// connections, nor the store's for its. Its commits do not wait
+		// for the WAL's flush to disk (synchronous_commit=off, its
+		// transactions only): a crash may forget its last moments'
+		// payments, never the store's, and never a payment the store has
+		// recorded, since the store's commits wait for the WAL up to
+		// themselves and so flush the sandbox's earlier commits too.
+		pool, err := store.OpenPool(ctx, cfg.DatabaseURL, map[string]string{"synchronous_commit": "off"})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox PG: %w", err)
+		}
+		c.sandboxPool = pool
 		sb, err := sandbox.New(ctx, sandbox.Config{
-			Provider: cfg.PGProvider, Pool: db.Pool, SecretKey: cfg.PGSecretKey,
+			Provider: cfg.PGProvider, Pool: pool, SecretKey: cfg.PGSecretKey,
 			WebhookURL: cfg.BaseURL + "/payments/webhook", ReturnOrigin: base.Scheme + "://" + base.Host, Logger: logger,
 		})
 		if err != nil {
+			pool.Close()
 			return nil, fmt.Errorf("sandbox PG: %w", err)
 		}
 		c.sandbox = sb
@@ -94,5 +112,6 @@ func (c *checkout) close(logger *slog.Logger) {
 		if err := c.sandbox.Close(); err != nil {
 			logger.Warn("close the sandbox PG", "err", err)
 		}
+		c.sandboxPool.Close()
 	}
 }
