@@ -340,9 +340,11 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		buyers := newRecorder(fmt.Sprintf("fans paying, closed loop, %d connections (order, pay, confirmation, order page)", b.cfg.Conns),
 			b.ui.Bar("paying: fans", int64(len(payers))))
 		prof := b.startProfile(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
+		pool0, poolErr := b.poolCounters(ctx)
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
 			return b.pay(ctx, payers[i], recs, &tot)
 		})
+		b.poolFigure(ctx, p, pool0, poolErr, tot.confirmedOrders.Load())
 		for _, r := range []*Recorder{buyers, recs.orders, recs.pay, recs.confirm, recs.order} {
 			if r.Count() > 0 {
 				b.addStep(p, r)

@@ -83,8 +83,12 @@ func TestBench_Smoke(t *testing.T) {
 	if seen != confirmed {
 		t.Errorf("the fans saw %v orders confirmed, PostgreSQL has %v", seen, confirmed)
 	}
-	if _, ok := buying.step("fans paying"); ok && confirmed == 0 {
+	_, paid := buying.step("fans paying")
+	if paid && confirmed == 0 {
 		t.Error("the fans paid, but no order is confirmed")
+	}
+	if _, ok := buying.figureValue("pool while paying"); paid && !ok {
+		t.Errorf("no figure of the pool while paying (notes: %v), want the pool's acquisitions and waits", buying.Notes)
 	}
 }
 

@@ -551,3 +551,60 @@ func (b *Bench) goMemory(ctx context.Context) (goMem, error) {
 	m.ok = found == 3
 	return m, nil
 }
+
+// poolCounters reads the server's counters of its store's PostgreSQL pool
+// (boxoffice_pg_pool_*{pool="primary"} on GET /metrics), by name without
+// the prefix: acquires_total, empty_acquires_total,
+// empty_wait_seconds_total and the others. Behind nginx, they are the
+// counters of the instance that answered.
+func (b *Bench) poolCounters(ctx context.Context) (map[string]float64, error) {
+	a, err := call(ctx, b.client, "GET", b.url("/metrics"), nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(a.Body), "\n") {
+		name, v, ok := strings.Cut(line, " ")
+		metric, primary := strings.CutSuffix(name, `{pool="primary"}`)
+		metric, ours := strings.CutPrefix(metric, "boxoffice_pg_pool_")
+		if !ok || !primary || !ours {
+			continue
+		}
+		var x float64
+		if _, err := fmt.Sscanf(v, "%g", &x); err == nil {
+			out[metric] = x
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the binary exports no boxoffice_pg_pool_* metrics")
+	}
+	return out, nil
+}
+
+// poolFigure adds the phase's figure of the store's pool over a step that
+// began with the counters before (or the error reading them): how many
+// connections were acquired per paid order, the share that found none idle
+// and waited, and the mean wait of those.
+func (b *Bench) poolFigure(ctx context.Context, p *Phase, before map[string]float64, err error, paid int64) {
+	var after map[string]float64
+	if err == nil {
+		after, err = b.poolCounters(ctx)
+	}
+	if err != nil {
+		p.note("the pool's counters during paying: " + err.Error())
+		return
+	}
+	d := func(name string) float64 { return after[name] - before[name] }
+	acquires, empty, wait := d("acquires_total"), d("empty_acquires_total"), d("empty_wait_seconds_total")
+	text := fmt.Sprintf("%.0f connections acquired from the store's PostgreSQL pool of %.0f", acquires, after["max_connections"])
+	if paid > 0 {
+		text += fmt.Sprintf(" (%.1f per paid order)", acquires/float64(paid))
+	}
+	if acquires > 0 {
+		text += fmt.Sprintf(", %.0f%% of them found no idle connection", 100*empty/acquires)
+	}
+	if empty > 0 {
+		text += fmt.Sprintf(" and waited %.1f ms on average", 1000*wait/empty)
+	}
+	p.figure("pool while paying", text, empty/max(acquires, 1))
+}
