@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,7 +17,7 @@ import (
 // the pool's name, as the pool has them at the scrape.
 func TestRegisterPoolMetrics(t *testing.T) {
 	ctx := context.Background()
-	pool, err := store.OpenPool(ctx, storetest.NewDatabaseURL(t)+"?pool_max_conns=1", nil)
+	pool, err := store.OpenPool(ctx, withPoolSize(t, storetest.NewDatabaseURL(t), 1), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ boxoffice_pg_pool_max_connections{pool="primary"} 1
 // OpenPool's settings are every connection's.
 func TestOpenPool_Settings(t *testing.T) {
 	ctx := context.Background()
-	pool, err := store.OpenPool(ctx, storetest.NewDatabaseURL(t)+"?pool_max_conns=2", map[string]string{"synchronous_commit": "off"})
+	pool, err := store.OpenPool(ctx, withPoolSize(t, storetest.NewDatabaseURL(t), 2), map[string]string{"synchronous_commit": "off"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,4 +74,17 @@ func TestOpenPool_Settings(t *testing.T) {
 			t.Errorf("synchronous_commit = %q (%v), want off", got, err)
 		}
 	})
+}
+
+// withPoolSize returns dsn with pool_max_conns set to n.
+func withPoolSize(t *testing.T, dsn string, n int) string {
+	t.Helper()
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", strconv.Itoa(n))
+	u.RawQuery = q.Encode()
+	return u.String()
 }
