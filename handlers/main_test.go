@@ -121,7 +121,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
 	}
-	srv.Orders, srv.SandboxPG, srv.PGCurrencies = orders, sb, pg.Currencies()
+	srv.Orders, srv.Desk, srv.SandboxPG, srv.PGCurrencies = orders, orders, sb, pg.Currencies()
 	srv.Refunds = &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: srv.Logger}
 	for _, o := range options {
 		o(srv)

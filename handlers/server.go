@@ -109,6 +109,8 @@ type Server struct {
 
 	// Checkout and payments.
 	Orders boxoffice.OrderService
+	// Desk is the order desk's search and export (issue 16).
+	Desk boxoffice.OrderDesk
 	// Refunds is the order desk's refunds (issue 16), and the refunds the
 	// PG's webhooks report.
 	Refunds boxoffice.RefundService
@@ -207,6 +209,8 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/entry", s.handleEntry, requireAccount)
 	app.GET("/events/:id/draw", s.handleDraw)
 	admin.GET("/events/:id/live", s.handleAdminLive)
+	admin.GET("/orders", s.handleAdminOrders)
+	admin.GET("/events/:id/orders.csv", s.handleAdminOrdersCSV)
 	admin.GET("/orders/:order", s.handleAdminOrder)
 	admin.POST("/orders/:order/refund", s.handleAdminOrderRefund)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)

@@ -170,6 +170,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		DefaultLang:       cfg.DefaultLang,
 
 		Orders:            checkout.orders,
+		Desk:              checkout.orders,
 		Refunds:           checkout.refunds,
 		SandboxPG:         checkout.sandboxHandler(),
 		PGClientKey:       cfg.PGClientKey,
