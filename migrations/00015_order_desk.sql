@@ -11,9 +11,9 @@ CREATE INDEX order_item_seat ON order_item (seat_label, event_id);
 -- The audit log names the venue of a venue's action, and is read newest
 -- first within an event, an admin or an action (GET /admin/audit).
 ALTER TABLE audit_log ADD COLUMN venue_id bigint;
-CREATE INDEX audit_log_event ON audit_log (event_id, created_at DESC, id DESC) WHERE event_id IS NOT NULL;
-CREATE INDEX audit_log_admin ON audit_log (admin_id, created_at DESC, id DESC) WHERE admin_id IS NOT NULL;
-CREATE INDEX audit_log_action ON audit_log (action, created_at DESC, id DESC);
+CREATE INDEX audit_log_event ON audit_log (event_id, id DESC) WHERE event_id IS NOT NULL;
+CREATE INDEX audit_log_admin ON audit_log (admin_id, id DESC) WHERE admin_id IS NOT NULL;
+CREATE INDEX audit_log_action ON audit_log (action, id DESC);
 
 -- +goose Down
 DROP INDEX audit_log_action;

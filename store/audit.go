@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/boxoffice/boxoffice"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -15,6 +16,19 @@ const (
 	AuditRefundFailed = "refund_failed" // the PG refused an admin's refund; nothing changed
 )
 
+// Audit actions of the admin's set-up and steering (audit_log.action): each
+// is written by the store method that makes the change, in its transaction.
+const (
+	AuditVenueCreate  = "venue_create"  // a venue generated or imported: after name, seats
+	AuditVenueRename  = "venue_rename"  // before and after name
+	AuditVenueDelete  = "venue_delete"  // before name, seats
+	AuditEventCreate  = "event_create"  // after: the event's settings
+	AuditEventUpdate  = "event_update"  // before and after: the settings that changed
+	AuditEventPublish = "event_publish" // before and after status
+	AuditEventClose   = "event_close"   // before and after status
+	AuditAdmission    = "admission"     // before and after paused and rate
+)
+
 // auditEntry is one row of the audit log: an admin's action (AdminID nil for
 // one made at the PG), on an event, an order and seats, with the before and
 // after that matter.
@@ -22,6 +36,7 @@ type auditEntry struct {
 	AdminID       *int64
 	Action        string
 	EventID       int64
+	VenueID       int64
 	OrderID       string
 	Seats         []string
 	Before, After map[string]any
@@ -46,13 +61,17 @@ func writeAudit(ctx context.Context, tx pgx.Tx, e auditEntry, now time.Time) err
 	if e.EventID != 0 {
 		eventID = &e.EventID
 	}
+	var venueID *int64
+	if e.VenueID != 0 {
+		venueID = &e.VenueID
+	}
 	seats := e.Seats
 	if seats == nil {
 		seats = []string{}
 	}
 	_, err = tx.Exec(ctx, `
-		INSERT INTO audit_log (admin_id, action, event_id, order_id, seats, before, after, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, e.AdminID, e.Action, eventID, orderID, seats, before, after, now)
+		INSERT INTO audit_log (admin_id, action, event_id, order_id, seats, before, after, created_at, venue_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, e.AdminID, e.Action, eventID, orderID, seats, before, after, now, venueID)
 	if err != nil {
 		return fmt.Errorf("audit %s: %w", e.Action, err)
 	}
@@ -64,4 +83,14 @@ func orEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
+}
+
+// adminOf is the id of the admin whose request ctx carries
+// (boxoffice.AccountFromContext), the "who" of an audit entry; nil outside
+// a request (a command such as seed-demo).
+func adminOf(ctx context.Context) *int64 {
+	if a := boxoffice.AccountFromContext(ctx); a != nil {
+		return &a.ID
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,7 +23,8 @@ type Events struct {
 
 // CreateEvent normalizes and validates in, then in one transaction inserts a
 // draft event, its grades, and a copy of its venue's seats (INSERT ...
-// SELECT), so that later venue edits never change the event. Errors: EINVALID
+// SELECT), so that later venue edits never change the event, and its audit
+// entry (AuditEventCreate, the admin from ctx). Errors: EINVALID
 // with Fields: those of EventInput.Validate, "venue_id" for an unknown venue,
 // and "grades" naming every grade code the venue's seats have that in lacks
 // (the event_seat → grade foreign key backs this).
@@ -61,13 +63,53 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 		if err := copyVenueSeats(ctx, tx, id, in.VenueID); err != nil {
 			return err
 		}
-		ev, err = findEvent(ctx, tx, id)
-		return err
+		if ev, err = findEvent(ctx, tx, id); err != nil {
+			return err
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditEventCreate, EventID: id, VenueID: in.VenueID, After: eventFacts(ev),
+		}, s.DB.Now())
 	})
 	if err != nil {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// eventFacts are the settings of an event that its audit entries show.
+func eventFacts(ev *boxoffice.Event) map[string]any {
+	grades := make(map[string]any, len(ev.Grades))
+	for _, g := range ev.Grades {
+		grades[g.Code] = map[string]any{"name": g.Name, "price": g.Price, "color": g.Color}
+	}
+	return map[string]any{
+		"title": ev.Title, "description": ev.Description, "venue_id": ev.VenueID, "time_zone": ev.TimeZone,
+		"starts_at": ev.StartsAt, "queue_opens_at": ev.QueueOpensAt, "sale_ends_at": ev.SaleEndsAt,
+		"prequeue_opens_at": nullTime(ev.PrequeueOpensAt), "currency": ev.Currency, "max_per_account": ev.MaxPerAccount,
+		"hold_ttl_seconds": int(ev.HoldTTL / time.Second), "token_ttl_seconds": int(ev.TokenTTL / time.Second),
+		"admission_rate": ev.AdmissionRate, "max_shoppers": ev.MaxShoppers, "pow_difficulty": ev.PowDifficulty,
+		"status": ev.Status, "grades": grades,
+	}
+}
+
+// changedFacts returns the facts whose values differ between before and
+// after (compared as JSON), each side with only those.
+func changedFacts(before, after map[string]any) (map[string]any, map[string]any, error) {
+	b, a := map[string]any{}, map[string]any{}
+	for k, av := range after {
+		aj, err := json.Marshal(av)
+		if err != nil {
+			return nil, nil, err
+		}
+		bj, err := json.Marshal(before[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		if string(aj) != string(bj) {
+			b[k], a[k] = before[k], av
+		}
+	}
+	return b, a, nil
 }
 
 func eventArgs(in boxoffice.EventInput) []any {
@@ -150,7 +192,9 @@ func copyVenueSeats(ctx context.Context, tx pgx.Tx, eventID, venueID int64) erro
 // UpdateEvent normalizes and validates in and, in one transaction, replaces
 // the event's settings and grades (grades missing from in are deleted; a new
 // venue replaces the event's seats with a copy of its own). The status does
-// not change: see PublishEvent and CloseEvent. Once the pre-queue has
+// not change: see PublishEvent and CloseEvent. The settings that changed go
+// to the audit log (AuditEventUpdate, before and after) in the same
+// transaction; a save that changes nothing writes no entry. Once the pre-queue has
 // opened its time is fixed (EINVALID "prequeue_opens_at"): fans hold draw
 // tickets under it.
 //
@@ -178,6 +222,10 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 		err := tx.QueryRow(ctx, `SELECT venue_id, prequeue_opens_at FROM event WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&venueID, &prequeue)
 		if err != nil {
 			return fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
+		}
+		old, err := findEvent(ctx, tx, id)
+		if err != nil {
+			return err
 		}
 		if prequeue != nil && !prequeue.After(s.DB.Now()) && !prequeue.Equal(in.PrequeueOpensAt) {
 			return boxoffice.Invalid(map[string]boxoffice.Msg{"prequeue_opens_at": boxoffice.M("val_prequeue_opened")})
@@ -227,8 +275,16 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 				return err
 			}
 		}
-		ev, err = findEvent(ctx, tx, id)
-		return err
+		if ev, err = findEvent(ctx, tx, id); err != nil {
+			return err
+		}
+		before, after, err := changedFacts(eventFacts(old), eventFacts(ev))
+		if err != nil || len(after) == 0 {
+			return err // a form saved without a change changed nothing
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditEventUpdate, EventID: id, VenueID: ev.VenueID, Before: before, After: after,
+		}, s.DB.Now())
 	})
 	if err != nil {
 		return nil, err
@@ -313,31 +369,41 @@ func gradePrices(grades []boxoffice.Grade) []int64 {
 // if its sale ended (sale_ends_at at or before s.DB.Now()).
 func (s *Events) PublishEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
 	now := s.DB.Now()
-	return s.setStatus(ctx, id, boxoffice.EventOnSale, &now, boxoffice.EventDraft)
+	return s.setStatus(ctx, id, AuditEventPublish, boxoffice.EventOnSale, &now, boxoffice.EventDraft)
 }
 
 // CloseEvent closes a draft or on-sale event (conditional UPDATE, as
 // PublishEvent). Errors: ENOTFOUND; ECONFLICT if it is closed already.
 func (s *Events) CloseEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
-	return s.setStatus(ctx, id, boxoffice.EventClosed, nil, boxoffice.EventDraft, boxoffice.EventOnSale)
+	return s.setStatus(ctx, id, AuditEventClose, boxoffice.EventClosed, nil, boxoffice.EventDraft, boxoffice.EventOnSale)
 }
 
 // setStatus moves the event from one of the statuses from to to, and, when
-// saleOpenAt is set, only if its sale ends after that time.
-func (s *Events) setStatus(ctx context.Context, id int64, to string, saleOpenAt *time.Time, from ...string) (*boxoffice.Event, error) {
+// saleOpenAt is set, only if its sale ends after that time; the move and its
+// audit entry (action, the admin from ctx, before and after status) commit
+// together, and a refused move writes none.
+func (s *Events) setStatus(ctx context.Context, id int64, action, to string, saleOpenAt *time.Time, from ...string) (*boxoffice.Event, error) {
 	var ev *boxoffice.Event
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE event SET status = $2, updated_at = now()
-			WHERE id = $1 AND status = ANY($3) AND ($4::timestamptz IS NULL OR sale_ends_at > $4)`, id, to, from, saleOpenAt)
-		if err != nil {
+		var before string
+		err := tx.QueryRow(ctx, `
+			UPDATE event e SET status = $2, updated_at = now()
+			FROM (SELECT id, status FROM event WHERE id = $1 FOR NO KEY UPDATE) old
+			WHERE e.id = old.id AND old.status = ANY($3) AND ($4::timestamptz IS NULL OR e.sale_ends_at > $4)
+			RETURNING old.status`, id, to, from, saleOpenAt).Scan(&before)
+		changed := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("set event %d status: %w", id, err)
 		}
 		ev, err = findEvent(ctx, tx, id)
 		if err != nil {
 			return err
 		}
-		if tag.RowsAffected() > 0 {
-			return nil
+		if changed {
+			return writeAudit(ctx, tx, auditEntry{
+				AdminID: adminOf(ctx), Action: action, EventID: id, VenueID: ev.VenueID,
+				Before: map[string]any{"status": before}, After: map[string]any{"status": to},
+			}, s.DB.Now())
 		}
 		if slices.Contains(from, ev.Status) {
 			return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_sale_ended")
@@ -362,7 +428,8 @@ func statusConflict(status string) error {
 
 // SetAdmission pauses (paused true) or resumes admission and/or sets its
 // rate in fans per second; a nil argument keeps the setting. The admitter
-// reads both from the event. Errors: ENOTFOUND; EINVALID with
+// reads both from the event. The change and its audit entry (AuditAdmission,
+// before and after paused and rate) commit together. Errors: ENOTFOUND; EINVALID with
 // Fields["rate"] (outside 1 to boxoffice.MaxAdmissionRate) or, when both are
 // nil, Fields["paused"].
 func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate *int) (*boxoffice.Event, error) {
@@ -378,18 +445,25 @@ func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate 
 	}
 	var ev *boxoffice.Event
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `
-			UPDATE event SET admission_paused = coalesce($2, admission_paused),
-			       admission_rate = coalesce($3, admission_rate), updated_at = now()
-			WHERE id = $1`, id, paused, rate)
+		var wasPaused, isPaused bool
+		var wasRate, isRate int
+		err := tx.QueryRow(ctx, `
+			UPDATE event e SET admission_paused = coalesce($2, old.admission_paused),
+			       admission_rate = coalesce($3, old.admission_rate), updated_at = now()
+			FROM (SELECT id, admission_paused, admission_rate FROM event WHERE id = $1 FOR NO KEY UPDATE) old
+			WHERE e.id = old.id
+			RETURNING old.admission_paused, old.admission_rate, e.admission_paused, e.admission_rate`, id, paused, rate).
+			Scan(&wasPaused, &wasRate, &isPaused, &isRate)
 		if err != nil {
-			return fmt.Errorf("set admission of event %d: %w", id, err)
+			return fmt.Errorf("set admission of event %d: %w", id, notFound(err, "err_no_event"))
 		}
-		if tag.RowsAffected() == 0 {
-			return boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_event")
+		if ev, err = findEvent(ctx, tx, id); err != nil {
+			return err
 		}
-		ev, err = findEvent(ctx, tx, id)
-		return err
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditAdmission, EventID: id, VenueID: ev.VenueID,
+			Before: map[string]any{"paused": wasPaused, "rate": wasRate}, After: map[string]any{"paused": isPaused, "rate": isRate},
+		}, s.DB.Now())
 	})
 	if err != nil {
 		return nil, err

@@ -24,7 +24,8 @@ type querier interface {
 }
 
 // CreateVenue validates the name (trimmed) and seats (boxoffice.ValidateVenue)
-// and stores them in one transaction, the seats through COPY. Labels are
+// and stores them in one transaction, the seats through COPY, with its
+// audit entry (AuditVenueCreate, the admin from ctx). Labels are
 // recomputed from section, row and number. Errors: EINVALID with
 // Fields["name"] and/or Details["problems"].
 func (s *Venues) CreateVenue(ctx context.Context, name string, seats []boxoffice.Seat) (*boxoffice.Venue, error) {
@@ -47,7 +48,10 @@ func (s *Venues) CreateVenue(ctx context.Context, name string, seats []boxoffice
 		if err != nil {
 			return fmt.Errorf("copy venue seats: %w", err)
 		}
-		return nil
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditVenueCreate, VenueID: v.ID,
+			After: map[string]any{"name": name, "seats": len(seats)},
+		}, s.DB.Now())
 	})
 	if err != nil {
 		return nil, err
@@ -126,35 +130,55 @@ func querySeats(ctx context.Context, q querier, sql string, args ...any) ([]boxo
 }
 
 // RenameVenue sets a venue's name (trimmed). Events show the new name; their
-// seats do not change. Errors: ENOTFOUND; EINVALID with Fields["name"].
+// seats do not change. The rename and its audit entry (AuditVenueRename,
+// the admin from ctx, before and after name) commit together. Errors:
+// ENOTFOUND; EINVALID with Fields["name"].
 func (s *Venues) RenameVenue(ctx context.Context, id int64, name string) (*boxoffice.Venue, error) {
 	name = boxoffice.NormalizeVenueName(name)
 	if err := boxoffice.ValidateVenueName(name); err != nil {
 		return nil, err
 	}
-	tag, err := s.DB.Pool.Exec(ctx, `UPDATE venue SET name = $2 WHERE id = $1`, id, name)
+	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var before string
+		err := tx.QueryRow(ctx, `
+			UPDATE venue v SET name = $2 FROM (SELECT id, name FROM venue WHERE id = $1 FOR UPDATE) old
+			WHERE v.id = old.id RETURNING old.name`, id, name).Scan(&before)
+		if err != nil {
+			return fmt.Errorf("rename venue %d: %w", id, notFound(err, "err_no_venue"))
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditVenueRename, VenueID: id,
+			Before: map[string]any{"name": before}, After: map[string]any{"name": name},
+		}, s.DB.Now())
+	})
 	if err != nil {
-		return nil, fmt.Errorf("rename venue %d: %w", id, err)
-	}
-	if tag.RowsAffected() == 0 {
-		return nil, boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_venue")
+		return nil, err
 	}
 	return s.FindVenueByID(ctx, id)
 }
 
-// DeleteVenue deletes a venue with its seat map. The foreign key from event
-// (ON DELETE RESTRICT) decides, so an event created at the same moment either
-// sees no venue or keeps it. Errors: ENOTFOUND; ECONFLICT while an event uses
-// the venue.
+// DeleteVenue deletes a venue with its seat map, and writes its audit entry
+// (AuditVenueDelete, before name and seats) in the same transaction. The
+// foreign key from event (ON DELETE RESTRICT) decides, so an event created
+// at the same moment either sees no venue or keeps it. Errors: ENOTFOUND;
+// ECONFLICT while an event uses the venue.
 func (s *Venues) DeleteVenue(ctx context.Context, id int64) error {
-	tag, err := s.DB.Pool.Exec(ctx, `DELETE FROM venue WHERE id = $1`, id)
-	switch {
-	case pgErrCode(err) == "23503": // foreign_key_violation
-		return boxoffice.NewError(boxoffice.ECONFLICT, "err_venue_in_use")
-	case err != nil:
-		return fmt.Errorf("delete venue %d: %w", id, err)
-	case tag.RowsAffected() == 0:
-		return boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_venue")
-	}
-	return nil
+	return s.DB.inTx(ctx, func(tx pgx.Tx) error {
+		var seats int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM venue_seat WHERE venue_id = $1`, id).Scan(&seats); err != nil {
+			return fmt.Errorf("delete venue %d: %w", id, err)
+		}
+		var name string
+		err := tx.QueryRow(ctx, `DELETE FROM venue WHERE id = $1 RETURNING name`, id).Scan(&name)
+		switch {
+		case pgErrCode(err) == "23503": // foreign_key_violation
+			return boxoffice.NewError(boxoffice.ECONFLICT, "err_venue_in_use")
+		case err != nil:
+			return fmt.Errorf("delete venue %d: %w", id, notFound(err, "err_no_venue"))
+		}
+		return writeAudit(ctx, tx, auditEntry{
+			AdminID: adminOf(ctx), Action: AuditVenueDelete, VenueID: id,
+			Before: map[string]any{"name": name, "seats": seats},
+		}, s.DB.Now())
+	})
 }
