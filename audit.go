@@ -28,6 +28,9 @@ type AuditEntry struct {
 	Seats         []string
 	Before, After map[string]any
 	CreatedAt     time.Time
+	// TimeZone is the IANA zone of the entry's event, to show CreatedAt
+	// in (DefaultTimeZone for an entry without an event).
+	TimeZone string
 }
 
 // AuditFilter narrows the audit log (GET /admin/audit): each field that is

@@ -99,6 +99,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Metrics:       registry,
 		Stopping:      stopping,
 		Venues:        &store.Venues{DB: db},
+		Audit:         &store.AuditLog{DB: db},
 		AdmissionTick: 100 * time.Millisecond,
 		ChallengeKey:  testChallengeKey,
 		// The tests below read English sentences; the language tests

@@ -111,6 +111,8 @@ type Server struct {
 	Orders boxoffice.OrderService
 	// Desk is the order desk's search and export (issue 16).
 	Desk boxoffice.OrderDesk
+	// Audit reads the audit log of every admin action (issue 16).
+	Audit boxoffice.AuditLog
 	// Refunds is the order desk's refunds (issue 16), and the refunds the
 	// PG's webhooks report.
 	Refunds boxoffice.RefundService
@@ -210,6 +212,7 @@ func (s *Server) Handler() http.Handler {
 	app.GET("/events/:id/draw", s.handleDraw)
 	admin.GET("/events/:id/live", s.handleAdminLive)
 	admin.GET("/orders", s.handleAdminOrders)
+	admin.GET("/audit", s.handleAdminAudit)
 	admin.GET("/events/:id/orders.csv", s.handleAdminOrdersCSV)
 	admin.GET("/orders/:order", s.handleAdminOrder)
 	admin.POST("/orders/:order/refund", s.handleAdminOrderRefund)

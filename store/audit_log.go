@@ -37,7 +37,7 @@ func (l *AuditLog) FindAudit(ctx context.Context, f boxoffice.AuditFilter) (*box
 		f.Limit = boxoffice.AuditPageSize
 	}
 	var where []string
-	var args []any
+	args := []any{boxoffice.DefaultTimeZone}
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -55,8 +55,8 @@ func (l *AuditLog) FindAudit(ctx context.Context, f boxoffice.AuditFilter) (*box
 		where = append(where, "l.id < "+arg(f.After))
 	}
 	sql := `SELECT l.id, coalesce(l.admin_id, 0), coalesce(a.email, ''), l.action, coalesce(l.event_id, 0), coalesce(l.venue_id, 0),
-	               coalesce(l.order_id, ''), l.seats, l.before, l.after, l.created_at
-	        FROM audit_log l LEFT JOIN account a ON a.id = l.admin_id`
+	               coalesce(l.order_id, ''), l.seats, l.before, l.after, l.created_at, coalesce(e.time_zone, $1)
+	        FROM audit_log l LEFT JOIN account a ON a.id = l.admin_id LEFT JOIN event e ON e.id = l.event_id`
 	if len(where) > 0 {
 		sql += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -67,7 +67,7 @@ func (l *AuditLog) FindAudit(ctx context.Context, f boxoffice.AuditFilter) (*box
 	}
 	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.AuditEntry, error) {
 		var e boxoffice.AuditEntry
-		err := row.Scan(&e.ID, &e.AdminID, &e.AdminEmail, &e.Action, &e.EventID, &e.VenueID, &e.OrderID, &e.Seats, &e.Before, &e.After, &e.CreatedAt)
+		err := row.Scan(&e.ID, &e.AdminID, &e.AdminEmail, &e.Action, &e.EventID, &e.VenueID, &e.OrderID, &e.Seats, &e.Before, &e.After, &e.CreatedAt, &e.TimeZone)
 		e.CreatedAt = e.CreatedAt.UTC()
 		return e, err
 	})

@@ -161,6 +161,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Metrics:        registry,
 		Stopping:       stopping,
 		Venues:         &store.Venues{DB: db},
+		Audit:          &store.AuditLog{DB: db},
 
 		AdmissionTick:     cfg.AdmissionTick,
 		Draws:             &store.Draws{DB: db},

@@ -1,0 +1,70 @@
+package handlers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// An admin's changes made through the pages are in the audit log under
+// that admin, with what changed, in HTML and JSON, filterable by event,
+// admin and action.
+func TestAdminAudit(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	admin, adminAcct := app.newAccount(t, "auditor@example.com", boxoffice.RoleAdmin)
+	v := adminVenue(t, app, "Hall")
+	e := adminEvent(t, app, v.ID, "Audited night")
+	wantStatus(t, admin.do("POST", fmt.Sprintf("/admin/venues/%d/name", v.ID), url.Values{"name": {"Grand Hall"}}), http.StatusSeeOther)
+	wantStatus(t, admin.do("POST", fmt.Sprintf("/admin/events/%d/publish", e.ID), url.Values{}), http.StatusSeeOther)
+	wantStatus(t, admin.do("POST", fmt.Sprintf("/admin/events/%d/admission", e.ID), url.Values{"rate": {"7"}}), http.StatusSeeOther)
+
+	page := doc(t, admin.do("GET", "/admin/audit", nil))
+	rows := page.Find(`[data-testid="audit-row"]`)
+	if rows.Length() != 5 {
+		t.Fatalf("%d entries, want 5: the venue and event created, the rename, the publish, the rate", rows.Length())
+	}
+	newest := rows.First()
+	if got := newest.AttrOr("data-action", ""); got != "admission" || !strings.Contains(newest.Find(`[data-testid="audit-who"]`).Text(), "auditor@example.com") ||
+		!strings.Contains(newest.Find(`[data-testid="audit-change"]`).Text(), "rate: 100 → 7") {
+		t.Errorf("newest entry %s by %q changing %q; want admission by auditor@example.com, rate: 100 → 7",
+			got, newest.Find(`[data-testid="audit-who"]`).Text(), newest.Find(`[data-testid="audit-change"]`).Text())
+	}
+
+	resp := admin.do("GET", fmt.Sprintf("/admin/audit?action=venue_rename&admin=%d", adminAcct.ID), nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	var got struct {
+		Entries []struct {
+			Action  string         `json:"action"`
+			AdminID int64          `json:"admin_id"`
+			Admin   string         `json:"admin"`
+			VenueID int64          `json:"venue_id"`
+			Before  map[string]any `json:"before"`
+			After   map[string]any `json:"after"`
+		} `json:"entries"`
+		Next *string `json:"next"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Entries) != 1 || got.Entries[0].VenueID != v.ID || got.Entries[0].Before["name"] != "Hall" || got.Entries[0].After["name"] != "Grand Hall" || got.Next != nil {
+		t.Errorf("renames by the admin: %+v, want the one from Hall to Grand Hall", got)
+	}
+	if d := doc(t, admin.do("GET", fmt.Sprintf("/admin/audit?event=%d", e.ID), nil)); d.Find(`[data-testid="audit-row"]`).Length() != 3 {
+		t.Errorf("%d entries of the event, want 3 (created, published, paced)", d.Find(`[data-testid="audit-row"]`).Length())
+	}
+
+	resp = admin.do("GET", "/admin/audit?event=x&admin=-1&action=DROP%20TABLE&after=z", nil)
+	wantStatus(t, resp, http.StatusBadRequest)
+	if n := doc(t, resp).Find(`[data-testid="field-error"]`).Length(); n != 4 {
+		t.Errorf("%d reasons, want 4 at once", n)
+	}
+	wantErrorCode(t, admin.do("GET", "/admin/audit?action=DROP", nil, "Accept: application/json"), boxoffice.EBADREQUEST)
+	fan, _ := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
+	wantStatus(t, fan.do("GET", "/admin/audit", nil), http.StatusForbidden)
+}
