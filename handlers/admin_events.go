@@ -252,7 +252,9 @@ func optionalLocalTime(t time.Time, zone string) string {
 }
 
 // eventFormFromInput writes an input as the form shows it: times as
-// datetime-local values in the event's zone, TTLs in seconds, no cap as "".
+// datetime-local values in the event's zone (with their UTC offsets, which
+// tell apart the two of a time that happens twice), TTLs in seconds, no cap
+// as "".
 func eventFormFromInput(in boxoffice.EventInput) views.EventForm {
 	f := views.EventForm{
 		Title: in.Title, Description: in.Description, TimeZone: in.TimeZone,
@@ -278,6 +280,14 @@ func eventFormFromInput(in boxoffice.EventInput) views.EventForm {
 	for _, g := range in.Grades {
 		f.Grades = append(f.Grades, views.GradeRow{Code: g.Code, Name: g.Name, Price: strconv.FormatInt(g.Price, 10), Color: g.Color})
 	}
+	if loc, err := boxoffice.LoadTimeZone(in.TimeZone); err == nil {
+		f.Offsets = map[string]string{}
+		for key, t := range map[string]time.Time{"starts_at": in.StartsAt, "queue_opens_at": in.QueueOpensAt, "prequeue_opens_at": in.PrequeueOpensAt, "sale_ends_at": in.SaleEndsAt} {
+			if !t.IsZero() {
+				f.Offsets[key] = boxoffice.UTCOffset(t.In(loc))
+			}
+		}
+	}
 	return f
 }
 
@@ -289,6 +299,9 @@ func withSeatCounts(f *views.EventForm, e *boxoffice.Event) {
 		}
 	}
 }
+
+// timeFields are the event form's times.
+var timeFields = []string{"starts_at", "queue_opens_at", "prequeue_opens_at", "sale_ends_at"}
 
 // overlayEventForm sets the form's values that form (a POST body or a
 // query) holds; the grade rows when it holds any (grade_rows, the form's
@@ -307,6 +320,14 @@ func overlayEventForm(f *views.EventForm, form url.Values) {
 	} {
 		if form.Has(key) {
 			*dst = form.Get(key)
+		}
+	}
+	for _, key := range timeFields {
+		if offset := form.Get(key + "_offset"); offset != "" {
+			if f.Offsets == nil {
+				f.Offsets = map[string]string{}
+			}
+			f.Offsets[key] = offset
 		}
 	}
 	if !form.Has("grade_rows") {
@@ -364,7 +385,7 @@ func eventInput(f views.EventForm, prev *boxoffice.Event, fields map[string]boxo
 		case zoneErr != nil:
 			unread = append(unread, t.key)
 		default:
-			at, err := boxoffice.ReparseLocalTime(t.value, in.TimeZone, t.prev)
+			at, err := boxoffice.ReparseLocalTime(t.value, in.TimeZone, f.Offsets[t.key], t.prev)
 			if err != nil {
 				fields[t.key] = boxoffice.ErrorMsg(err)
 			}

@@ -238,7 +238,7 @@ func TestEvents_UpdateEvent(t *testing.T) {
 			for _, p := range []*time.Time{&form.StartsAt, &form.QueueOpensAt, &form.SaleEndsAt} {
 				shown := boxoffice.FormatLocalTime(*p, ev.TimeZone)
 				var err error
-				if *p, err = boxoffice.ReparseLocalTime(shown, form.TimeZone, *p); err != nil {
+				if *p, err = boxoffice.ReparseLocalTime(shown, form.TimeZone, "", *p); err != nil {
 					t.Fatal(err)
 				}
 			}
