@@ -157,7 +157,7 @@ func TestJourney_Korean(t *testing.T) {
 
 	// The admin's pages in Korean: the event form with a field per
 	// language, the dashboard and the live page.
-	_, admin := newPageIn(t, "ko-KR")
+	adminCtx, admin := newPageIn(t, "ko-KR")
 	_, err = admin.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
 	must(t, "fill e-mail", admin.GetByLabel(ko("field_email")).Fill("admin@boxoffice.test"))
@@ -175,6 +175,12 @@ func TestJourney_Korean(t *testing.T) {
 		}
 		screenshot(t, admin, "ko-"+name)
 	}
+	// The order desk, the audit log, and the event form asking which of a
+	// time that happens twice (New York falls back on 2030-11-03).
+	everyLanguage(t, a, adminCtx, admin, map[string]string{
+		"admin-orders": a.URL + "/admin/orders", "admin-audit": a.URL + "/admin/audit",
+		"admin-event-twice": a.URL + "/admin/events/new?time_zone=America/New_York&starts_at=2030-11-03T01:30",
+	})
 
 	// The other pages of the journey in both languages, on a desktop and at
 	// a phone's width.
