@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/BurntSushi/toml"
 	"github.com/boxoffice/boxoffice"
@@ -65,11 +67,43 @@ func ValidLang(lang string) bool {
 
 // MatchLang returns the language of Langs that an Accept-Language header
 // asks for, or def when it asks for none of them, names none, or cannot be
-// read: a malformed header never fails a request.
+// read: a malformed header never fails a request. Its answers are kept
+// (matchedLangs), since parsing the header costs more than all the rest of
+// a request's middleware. Safe for concurrent use.
 func MatchLang(acceptLanguage, def string) string {
 	if strings.TrimSpace(acceptLanguage) == "" || len(acceptLanguage) > 1024 {
 		return def
 	}
+	k := matchKey{acceptLanguage, def}
+	if lang, ok := matchedLangs.Load(k); ok {
+		return lang.(string)
+	}
+	lang := matchLang(acceptLanguage, def)
+	if matchedCount.Load() < maxMatchedLangs {
+		if _, loaded := matchedLangs.LoadOrStore(k, lang); !loaded {
+			matchedCount.Add(1)
+		}
+	}
+	return lang
+}
+
+// matchedLangs keeps MatchLang's answer (a string) for each header and
+// default (matchKey) it was asked about, up to about maxMatchedLangs of
+// them (matchedCount): browsers send few distinct headers, and a client
+// that sends a new one each time is answered by parsing it, as without the
+// copy, while the copy stays within maxMatchedLangs headers of at most
+// 1 KiB.
+var (
+	matchedLangs sync.Map
+	matchedCount atomic.Int32
+)
+
+const maxMatchedLangs = 512
+
+type matchKey struct{ header, def string }
+
+// matchLang is MatchLang without the copy.
+func matchLang(acceptLanguage, def string) string {
 	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
 	if err != nil || len(tags) == 0 {
 		return def

@@ -2,6 +2,8 @@ package views
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +98,8 @@ func TestT_Plural(t *testing.T) {
 
 // An unknown, empty or malformed Accept-Language, and one for a language
 // the site does not speak, gives the default; a known one wins by quality.
+// Each header is asked about twice in a row, so that the second answer
+// comes from the copy of the first and must be the same.
 func TestMatchLang(t *testing.T) {
 	for _, tt := range []struct{ header, def, want string }{
 		{"", Korean, Korean},
@@ -111,9 +115,35 @@ func TestMatchLang(t *testing.T) {
 		{"en;q=abc", Korean, Korean},
 		{string(make([]byte, 5000)), English, English},
 	} {
-		if got := MatchLang(tt.header, tt.def); got != tt.want {
-			t.Errorf("MatchLang(%q, %s) = %s, want %s", tt.header, tt.def, got, tt.want)
+		for range 2 {
+			if got := MatchLang(tt.header, tt.def); got != tt.want {
+				t.Errorf("MatchLang(%q, %s) = %s, want %s", tt.header, tt.def, got, tt.want)
+			}
 		}
+	}
+}
+
+// Past maxMatchedLangs headers, MatchLang keeps no more and still answers
+// each by parsing it, from any number of goroutines at once.
+func TestMatchLang_Full(t *testing.T) {
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range maxMatchedLangs {
+				header := fmt.Sprintf("en-x-%d%d,ko;q=0.%d", g, i, 1+i%8)
+				if got := MatchLang(header, Korean); got != English {
+					t.Errorf("MatchLang(%q, ko) = %s, want en", header, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := matchedCount.Load(); n > maxMatchedLangs+8 {
+		t.Errorf("%d headers kept, want at most %d and one per goroutine racing to the last place", n, maxMatchedLangs)
+	}
+	if got := MatchLang("ko;q=0.3,en;q=0.9", Korean); got != English {
+		t.Errorf("MatchLang of a new header with the copy full = %s, want en", got)
 	}
 }
 
