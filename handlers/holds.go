@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
@@ -78,9 +79,7 @@ func (s *Server) handleHold(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{
-			"held": res.Held, "ttl_ms": res.TTL.Milliseconds(), "expires_at": res.ExpiresAt.UTC(),
-		})
+		return c.JSON(http.StatusOK, holdAnswer{Held: res.Held, TTLMs: res.TTL.Milliseconds(), ExpiresAt: res.ExpiresAt.UTC()})
 	}
 	ctx := c.Request().Context()
 	notice := views.HeldNotice(ctx, len(res.Held), res.TTL)
@@ -142,6 +141,14 @@ func (s *Server) holdRefused(c echo.Context, sh boxoffice.Shopper, mine boxoffic
 		return mine, true, err
 	}
 	return mine, false, err
+}
+
+// holdAnswer is a hold's JSON answer: {"held": [labels], "ttl_ms": n,
+// "expires_at": RFC 3339}.
+type holdAnswer struct {
+	ExpiresAt time.Time `json:"expires_at"`
+	Held      []string  `json:"held"`
+	TTLMs     int64     `json:"ttl_ms"`
 }
 
 // handleRelease handles DELETE /events/:id/holds/:seat and its form

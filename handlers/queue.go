@@ -82,8 +82,8 @@ func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.
 	acct := boxoffice.AccountFromContext(c.Request().Context())
 	c.SetCookie(&http.Cookie{
 		Name:     queuePlaceCookie,
-		Value:    fmt.Sprintf("%s.%d.%d.%d", p.Epoch, acct.ID, seq, start),
-		Path:     fmt.Sprintf("/events/%d/queue", e.ID),
+		Value:    p.Epoch + "." + strconv.FormatInt(acct.ID, 10) + "." + strconv.FormatInt(seq, 10) + "." + strconv.Itoa(start),
+		Path:     "/events/" + strconv.FormatInt(e.ID, 10) + "/queue",
 		MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueuePlaceAge)/time.Second), 1),
 		HttpOnly: true,
 		Secure:   s.Sessions.Cookie.Secure,
@@ -122,20 +122,28 @@ func queueNotOpen(e *boxoffice.Event, now time.Time) error {
 	}
 }
 
-// positionJSON is a position as the contract's join and status answers
-// have it: {"status", "position", "ahead", "eta_seconds", "paused"}.
-func positionJSON(p boxoffice.QueuePosition) map[string]any {
-	m := map[string]any{
-		"status":      p.Status,
-		"position":    p.Position,
-		"ahead":       p.Ahead,
-		"eta_seconds": int64(math.Ceil(p.ETA.Seconds())),
-		"paused":      p.Paused,
-	}
+// positionAnswer is a position as the contract's join and status answers
+// have it: {"status", "position", "ahead", "eta_seconds", "paused"}, and
+// "ticket" and "entrants" in the pre-queue. A struct, not a map: encoding
+// a map sorts its keys and boxes each value on every poll.
+type positionAnswer struct {
+	Ahead      int     `json:"ahead"`
+	Entrants   *int    `json:"entrants,omitempty"`
+	ETASeconds int64   `json:"eta_seconds"`
+	Paused     bool    `json:"paused"`
+	Position   int     `json:"position"`
+	Status     string  `json:"status"`
+	Ticket     *string `json:"ticket,omitempty"`
+}
+
+// positionJSON is p as the join and status answers have it.
+func positionJSON(p boxoffice.QueuePosition) positionAnswer {
+	a := positionAnswer{Status: p.Status, Position: p.Position, Ahead: p.Ahead,
+		ETASeconds: int64(math.Ceil(p.ETA.Seconds())), Paused: p.Paused}
 	if p.Status == boxoffice.QueuePrequeue {
-		m["ticket"], m["entrants"] = p.Ticket, p.Entrants
+		a.Ticket, a.Entrants = &p.Ticket, &p.Entrants
 	}
-	return m
+	return a
 }
 
 // handleQueueJoin handles POST /events/:id/queue: the account takes a place
