@@ -37,12 +37,22 @@ func (s *Server) language(next echo.HandlerFunc) echo.HandlerFunc {
 			lang = views.MatchLang(r.Header.Get("Accept-Language"), s.defaultLang())
 		}
 		h := c.Response().Header()
-		h.Set("Content-Language", lang)
-		h.Add("Vary", "Accept-Language, Cookie")
+		h["Content-Language"] = contentLanguage[lang]
+		h["Vary"] = append(h["Vary"], "Accept-Language, Cookie")
 		c.SetRequest(r.WithContext(boxoffice.NewContextWithLang(r.Context(), lang)))
 		return next(c)
 	}
 }
+
+// contentLanguage holds the Content-Language header's value for each of
+// views.Langs, shared by every response as securityHeaders' values are.
+var contentLanguage = func() map[string][]string {
+	m := map[string][]string{}
+	for _, l := range views.Langs {
+		m[l] = []string{l}
+	}
+	return m
+}()
 
 // defaultLang is s.DefaultLang, or views.Korean when unset.
 func (s *Server) defaultLang() string {

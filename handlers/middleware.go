@@ -75,16 +75,27 @@ func (s *Server) bodyDeadline() echo.MiddlewareFunc {
 // securityHeaders sets on every response: no framing by any site
 // (X-Frame-Options for old browsers, CSP frame-ancestors for the rest), no
 // content-type sniffing, and no Referer sent to other sites.
+// The values are shared by every response (header keys in canonical form),
+// so that setting them allocates nothing; a later Set replaces a shared
+// slice and an Add copies it (its capacity is its length), so no response
+// can change another's.
 func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
+		h["X-Frame-Options"] = frameOptions
+		h["Content-Security-Policy"] = frameAncestors
+		h["X-Content-Type-Options"] = noSniff
+		h["Referrer-Policy"] = sameOrigin
 		return next(c)
 	}
 }
+
+var (
+	frameOptions   = []string{"DENY"}
+	frameAncestors = []string{"frame-ancestors 'none'"}
+	noSniff        = []string{"nosniff"}
+	sameOrigin     = []string{"same-origin"}
+)
 
 // errCrossOrigin refuses a state-changing request from another site.
 var errCrossOrigin = boxoffice.NewError(boxoffice.EFORBIDDEN, "err_cross_origin")
@@ -213,13 +224,17 @@ func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 		if len(r.RequestURI) > MaxURIBytes {
 			return errLongURI
 		}
-		query, _ := url.ParseQuery(r.URL.RawQuery)
-		if !readable(r.URL.Path) || !readableValues(query) {
+		if !readable(r.URL.Path) {
 			return errUnreadable
 		}
-		mediaType, _, _ := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+		if r.URL.RawQuery != "" {
+			query, _ := url.ParseQuery(r.URL.RawQuery)
+			if !readableValues(query) {
+				return errUnreadable
+			}
+		}
 		var err error
-		switch mediaType {
+		switch mediaType(r.Header.Get(echo.HeaderContentType)) {
 		case echo.MIMEApplicationForm:
 			err = r.ParseForm()
 		case echo.MIMEMultipartForm:
@@ -238,6 +253,17 @@ func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// mediaType is the media type of a Content-Type header, lower case, or ""
+// when it has none or it cannot be read; the plain form type that browsers
+// send on every post is recognized without parsing.
+func mediaType(contentType string) string {
+	if contentType == echo.MIMEApplicationForm || contentType == "" {
+		return contentType
+	}
+	mt, _, _ := mime.ParseMediaType(contentType)
+	return mt
 }
 
 // multipartMemory is how much of a multipart form is held in memory (Go's
