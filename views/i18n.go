@@ -138,9 +138,15 @@ func Say(ctx context.Context, m boxoffice.Msg) string { return In(Lang(ctx), m) 
 // lang first, and a boxoffice.At is shown as LocalTime shows it; "Count" picks the plural form. A message missing from the
 // catalog (a bug the catalog tests catch) shows its id and is logged.
 func In(lang string, m boxoffice.Msg) string {
-	l, ok := localizers[lang]
-	if !ok {
+	l, known := localizers[lang]
+	if !known {
 		l = localizers[Korean]
+	}
+	plain := len(m.Args) == 0 && known
+	if plain {
+		if s, ok := plainMessages.Load(plainKey{lang, m.ID}); ok {
+			return s.(string)
+		}
 	}
 	data := make(map[string]any, len(m.Args))
 	for k, v := range m.Args {
@@ -164,5 +170,20 @@ func In(lang string, m boxoffice.Msg) string {
 			return string(m.ID)
 		}
 	}
+	if plain && err == nil {
+		plainMessages.Store(plainKey{lang, m.ID}, s)
+	}
 	return s
+}
+
+// plainMessages keeps the sentence (a string) of each message asked for
+// without arguments, by language and id (plainKey): such a sentence never
+// changes, and go-i18n matches the language and executes the template
+// again on every call. Only messages of Langs found in their catalog are
+// kept, so it holds at most the catalogs' messages.
+var plainMessages sync.Map
+
+type plainKey struct {
+	lang string
+	id   boxoffice.MsgID
 }

@@ -147,6 +147,24 @@ func TestMatchLang_Full(t *testing.T) {
 	}
 }
 
+// A message without arguments, asked for again in each language, is its
+// catalog's sentence in that language every time (the second from the
+// copy kept by the first), and the copy of one language never answers for
+// the other.
+func TestIn_Plain(t *testing.T) {
+	for range 2 {
+		for _, lang := range []string{Korean, English} {
+			m := Catalogs[lang]["err_log_in"]
+			if got := In(lang, boxoffice.M("err_log_in")); got != m.Other || got == "" {
+				t.Errorf("%s: %q, want %q", lang, got, m.Other)
+			}
+		}
+	}
+	if In(Korean, boxoffice.M("err_log_in")) == In(English, boxoffice.M("err_log_in")) {
+		t.Error("err_log_in is the same sentence in Korean and English")
+	}
+}
+
 // A message's Msg and At arguments are put into the same language.
 func TestIn_NestedArgs(t *testing.T) {
 	at := boxoffice.At{Time: time.Date(2027, 1, 1, 10, 0, 0, 0, time.UTC), Zone: "Asia/Seoul"}
