@@ -2,8 +2,6 @@ package handlers_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"runtime"
@@ -37,20 +35,8 @@ func BenchmarkQueueStream_Memory(b *testing.B) {
 		requests := make([]string, streamsPerRun)
 		for i := range requests {
 			acct := int64(len(conns) + i + 1)
-			tok := make([]byte, 32)
-			rand.Read(tok)
-			token := base64.RawURLEncoding.EncodeToString(tok)
 			sid := fmt.Sprintf("sid-%d", acct)
-			deadline := time.Now().Add(time.Hour)
-			enc, err := app.Sessions.Codec().Encode(deadline, map[string]any{
-				"account_id": acct, "email": fmt.Sprintf("f%d@example.com", acct), "name": "fan", "role": boxoffice.RoleFan, "sid": sid,
-			})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := app.Sessions.CommitCtx(ctx, token, enc, deadline); err != nil {
-				b.Fatal(err)
-			}
+			token := app.benchSession(b, acct, sid)
 			if _, err := app.Srv.Queue.Join(ctx, boxoffice.JoinRequest{EventID: ev.ID, AccountID: acct, SessionKey: sid}); err != nil {
 				b.Fatal(err)
 			}
