@@ -80,8 +80,12 @@ type Sessions struct {
 
 // sessionCopy is one session as the instance keeps it.
 type sessionCopy struct {
-	token    string
-	value    string // the encoded session, as stored in Redis
+	token string
+	value string // the encoded session, as stored in Redis
+	// encoded is value's bytes, handed to every request that finds the
+	// session without a copy each: scs only passes them to the codec's
+	// Decode, which reads them.
+	encoded  []byte
 	deadline time.Time
 	values   map[string]any // decoded from value; never changed: Decode hands out clones
 }
@@ -197,6 +201,8 @@ func (s *Sessions) copying() bool {
 
 // FindCtx returns the encoded session of token: from the copy when it holds
 // a live one, else from Redis (GET, one round trip), copying what it read.
+// The bytes are shared with the requests that find the same copy: callers
+// must not change them (scs only decodes them).
 func (s *Sessions) FindCtx(ctx context.Context, token string) ([]byte, bool, error) {
 	now := s.now()
 	s.mu.Lock()
@@ -206,7 +212,7 @@ func (s *Sessions) FindCtx(ctx context.Context, token string) ([]byte, bool, err
 			if now.Before(c.deadline) {
 				s.mu.Unlock()
 				s.metrics.hits.Inc()
-				return []byte(c.value), true, nil
+				return c.encoded, true, nil
 			}
 			s.copies.Remove(token)
 		}
@@ -231,7 +237,7 @@ func (s *Sessions) FindCtx(ctx context.Context, token string) ([]byte, bool, err
 		s.endRead(token, id, nil)
 		return b, err != nil, nil
 	}
-	s.endRead(token, id, &sessionCopy{token: token, value: string(b), deadline: deadline, values: values})
+	s.endRead(token, id, &sessionCopy{token: token, value: string(b), encoded: b, deadline: deadline, values: values})
 	return b, true, nil
 }
 
