@@ -14,6 +14,8 @@ import (
 const (
 	AuditRefund       = "refund"        // a refund applied (an admin's, or one made at the PG: no admin)
 	AuditRefundFailed = "refund_failed" // the PG refused an admin's refund; nothing changed
+	AuditBlock        = "block"         // an admin blocked seats of an event (Blocks)
+	AuditUnblock      = "unblock"       // an admin gave blocked seats back to the sale (Blocks)
 )
 
 // Audit actions of the admin's set-up and steering (audit_log.action): each

@@ -35,8 +35,8 @@ func (h *Holds) soldCacheTTL() time.Duration {
 
 // claimSeats claims labels for the buyer (accountID) of an order (orderID)
 // whose confirmation transaction is deciding, in one Lua script (hold_claim.lua),
-// all or nothing: if another account holds any of the seats, nothing
-// changes and those labels come back as taken; otherwise every seat becomes
+// all or nothing: if another account holds any of the seats, or an admin
+// blocked it (Blocks), nothing changes and those labels come back as taken; otherwise every seat becomes
 // a hold of the buyer until claimTTL from now on Redis's clock (or later, if
 // the buyer's hold on it already ended later), written as Hold writes one
 // (the lock key, the buyer's zset, the map's indexes), so that the seat map
@@ -83,6 +83,7 @@ func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, orderI
 		h.Redis.Key("holder:{%d}", eventID),
 		h.Redis.Key("claimed:{%d}", eventID),
 		h.orderKey(eventID, orderID),
+		h.blockedKey(eventID),
 	}
 	args := []any{accountID, h.claimTTL().Milliseconds(), orderMarkerTTL.Milliseconds()}
 	for _, l := range labels {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"embed"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -79,6 +78,13 @@ const loadTimeout = 30 * time.Second
 //	                       a sale (claimSeats) that sold:{e} may not have yet
 //	refunds:{e}            count of refunds applied (unsell), which a load
 //	                       of sold:{e} checks it did not miss
+//	blocked:{e}            set of labels an admin blocked (Blocks): held and
+//	                       claimed by nobody, shown sold on the map
+//	blocking:{e}           zset label -> start (Unix ms): blocks whose
+//	                       transaction may not have committed yet
+//	unblocks:{e}           count of changes that took seats out of
+//	                       blocked:{e}, which a load checks it did not miss
+//	blocks:lock:{e}        the change of blocked seats under way (its token)
 //	order:holds:{e}:<order>
 //	                       marker that an order's holds are no longer its
 //	                       expiry's to end: released by it (releaseOrder) or
@@ -268,7 +274,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	}, nil
 }
 
-// shopperKeys are the keys 1 to 9 of hold.lua and hold_best.lua for req.
+// shopperKeys are the keys 1 to 10 of hold.lua and hold_best.lua for req.
 func (h *Holds) shopperKeys(req boxoffice.HoldRequest) []string {
 	e, acct := req.EventID, req.AccountID
 	return []string{
@@ -281,6 +287,7 @@ func (h *Holds) shopperKeys(req boxoffice.HoldRequest) []string {
 		h.Redis.Key("claimed:{%d}", e),
 		h.Redis.entryKey(e, acct),
 		h.Redis.entryLiveKey(e),
+		h.blockedKey(e),
 	}
 }
 
@@ -480,11 +487,12 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 		mine := pipe.ZRangeWithScores(ctx, h.holdKey(eventID, accountID), 0, -1)
 		var held *redis.ZSliceCmd
 		var holders *redis.MapStringStringCmd
-		var sold *redis.StringSliceCmd
+		var sold, blocked *redis.StringSliceCmd
 		if fetch {
 			held = pipe.ZRangeWithScores(ctx, h.Redis.Key("held:{%d}", eventID), 0, -1)
 			holders = pipe.HGetAll(ctx, h.Redis.Key("holder:{%d}", eventID))
 			sold = pipe.SMembers(ctx, h.Redis.Key("sold:{%d}", eventID))
+			blocked = pipe.SMembers(ctx, h.blockedKey(eventID))
 		}
 		cmds, _ := pipe.Exec(ctx)
 		var err error
@@ -516,7 +524,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 			continue
 		}
 		if fetch {
-			shared = &sharedMap{read: h.Redis.Now(), copyID: complete.Val(), held: make(map[string]heldSeat, len(held.Val())), sold: sold.Val()}
+			shared = &sharedMap{read: h.Redis.Now(), copyID: complete.Val(), held: make(map[string]heldSeat, len(held.Val())), sold: sold.Val(), blocked: blocked.Val()}
 			hs := holders.Val()
 			for _, z := range held.Val() {
 				l := z.Member.(string)
@@ -563,6 +571,9 @@ type sharedMap struct {
 	copyID string
 	held   map[string]heldSeat
 	sold   []string
+	// blocked are the seats an admin blocked (blocked:{e}): the map shows
+	// them sold, unavailable to fans like a sold seat.
+	blocked []string
 }
 
 type heldSeat struct {
@@ -620,7 +631,7 @@ func (h *Holds) storeSharedMap(eventID int64, m *sharedMap, claimed bool) {
 func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, owned int) boxoffice.SeatMapState {
 	nowMs := now.UnixMilli()
 	st := boxoffice.SeatMapState{
-		Statuses: make(map[string]boxoffice.SeatStatus, len(m.held)+len(m.sold)+len(mine)),
+		Statuses: make(map[string]boxoffice.SeatStatus, len(m.held)+len(m.sold)+len(m.blocked)+len(mine)),
 		Owned:    owned,
 		Now:      now,
 	}
@@ -630,6 +641,9 @@ func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, owned int) b
 		}
 	}
 	for _, l := range m.sold {
+		st.Statuses[l] = boxoffice.SeatSold
+	}
+	for _, l := range m.blocked {
 		st.Statuses[l] = boxoffice.SeatSold
 	}
 	first := int64(-1)
@@ -806,6 +820,27 @@ func (h *Holds) unsell(ctx context.Context, eventID, accountID int64, labels []s
 	return nil
 }
 
+// blockedKey is the copy of the event's blocked seats, blocked:{e}.
+func (h *Holds) blockedKey(eventID int64) string {
+	return h.Redis.Key("blocked:{%d}", eventID)
+}
+
+// blockingKey records the blocks under way, blocking:{e}.
+func (h *Holds) blockingKey(eventID int64) string {
+	return h.Redis.Key("blocking:{%d}", eventID)
+}
+
+// unblocksKey counts the seats taken out of blocked:{e}, unblocks:{e}.
+func (h *Holds) unblocksKey(eventID int64) string {
+	return h.Redis.Key("unblocks:{%d}", eventID)
+}
+
+// blockLockKey is the lock of a change of the event's blocked seats,
+// blocks:lock:{e}.
+func (h *Holds) blockLockKey(eventID int64) string {
+	return h.Redis.Key("blocks:lock:{%d}", eventID)
+}
+
 // refundsKey counts the event's refunds applied in Redis, refunds:{e}.
 func (h *Holds) refundsKey(eventID int64) string {
 	return h.Redis.Key("refunds:{%d}", eventID)
@@ -961,11 +996,13 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	if err := h.Redis.Client.Set(ctx, loading, "1", loadTimeout).Err(); err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
 	}
-	refunds, err := h.Redis.Client.Get(ctx, h.refundsKey(eventID)).Result()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	counts, err := h.Redis.Client.MGet(ctx, h.refundsKey(eventID), h.unblocksKey(eventID)).Result()
+	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
 	}
-	sold, bought, err := h.soldFromDB(ctx, eventID)
+	refunds, _ := counts[0].(string)
+	unblocks, _ := counts[1].(string)
+	snap, err := h.soldFromDB(ctx, eventID)
 	if err != nil {
 		h.Redis.Client.Del(ctx, loading) // it expires anyway if Redis fails too
 		return false, err
@@ -973,12 +1010,16 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	if h.afterSoldRead != nil {
 		h.afterSoldRead()
 	}
-	args := make([]any, 0, 3+len(sold)+len(bought))
-	args = append(args, h.soldCacheTTL().Milliseconds(), (loadTimeout + claimCommitMargin).Milliseconds(), len(sold), refunds)
-	for _, l := range sold {
+	args := make([]any, 0, 6+len(snap.sold)+len(snap.blocked)+len(snap.bought))
+	args = append(args, h.soldCacheTTL().Milliseconds(), (loadTimeout + claimCommitMargin).Milliseconds(),
+		len(snap.sold), refunds, unblocks, len(snap.blocked))
+	for _, l := range snap.sold {
 		args = append(args, l)
 	}
-	args = append(args, bought...)
+	for _, l := range snap.blocked {
+		args = append(args, l)
+	}
+	args = append(args, snap.bought...)
 	n, err := holdCacheScript.Run(ctx, h.Redis.Client, []string{
 		h.Redis.Key("cache:ready:{%d}", eventID),
 		h.Redis.Key("sold:{%d}", eventID),
@@ -987,6 +1028,9 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		h.Redis.Key("cache:complete:{%d}", eventID),
 		h.Redis.Key("claimed:{%d}", eventID),
 		h.refundsKey(eventID),
+		h.blockedKey(eventID),
+		h.blockingKey(eventID),
+		h.unblocksKey(eventID),
 	}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)
@@ -994,16 +1038,31 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 	return n >= 0, nil
 }
 
-// soldFromDB reads the event's sold seat labels and, as account id, tickets
-// pairs, the accounts' bought tickets, in one snapshot.
-func (h *Holds) soldFromDB(ctx context.Context, eventID int64) (sold []string, bought []any, err error) {
+// soldSnapshot is what a load of the sold-seat copy reads from PostgreSQL in
+// one snapshot: the event's sold seat labels, its blocked seat labels, and
+// the accounts' bought tickets as account id, tickets pairs.
+type soldSnapshot struct {
+	sold, blocked []string
+	bought        []any
+}
+
+// soldFromDB reads the event's soldSnapshot.
+func (h *Holds) soldFromDB(ctx context.Context, eventID int64) (soldSnapshot, error) {
+	var snap soldSnapshot
 	opts := pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
-	err = pgx.BeginTxFunc(ctx, h.DB.Pool, opts, func(tx pgx.Tx) error {
+	err := pgx.BeginTxFunc(ctx, h.DB.Pool, opts, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `SELECT seat_label FROM sold_seat WHERE event_id = $1`, eventID)
 		if err != nil {
 			return err
 		}
-		if sold, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+		if snap.sold, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		rows, err = tx.Query(ctx, `SELECT seat_label FROM blocked_seat WHERE event_id = $1`, eventID)
+		if err != nil {
+			return err
+		}
+		if snap.blocked, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
 			return err
 		}
 		rows, err = tx.Query(ctx, `SELECT account_id, tickets FROM purchase_count WHERE event_id = $1 AND tickets > 0`, eventID)
@@ -1013,15 +1072,15 @@ func (h *Holds) soldFromDB(ctx context.Context, eventID int64) (sold []string, b
 		var acct int64
 		var n int
 		_, err = pgx.ForEachRow(rows, []any{&acct, &n}, func() error {
-			bought = append(bought, acct, n)
+			snap.bought = append(snap.bought, acct, n)
 			return nil
 		})
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("sold seats of event %d: %w", eventID, err)
+		return soldSnapshot{}, fmt.Errorf("sold seats of event %d: %w", eventID, err)
 	}
-	return sold, bought, nil
+	return snap, nil
 }
 
 // stringsOf converts a Lua array reply of strings.

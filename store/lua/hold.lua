@@ -12,14 +12,16 @@
 --                           for a sale that sold:{e} may not have yet
 -- KEYS[8] entry:{e}:{acct}  the account's entry token, "<token>|<session key>"
 -- KEYS[9] entry:live:{e}    zset account -> token expiry: tokens ever issued
--- KEYS[10..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- KEYS[10] blocked:{e}      set of labels an admin blocked (like sold seats)
+-- KEYS[11..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
 -- KEYS[1] is cache:complete:{e} ('0' otherwise), ARGV[5] the session key the
 -- entry token must be bound to ('' for no check), ARGV[6..] labels
 -- Returns {'no_entry', reason} (reason 'none', 'expired' or
 -- 'other_session'); {'rebuild'} without the cache's marker; or
 -- {outcome, now (ms), owned, {label, expiry, ...} of the account's live
--- holds after the call, ...} with outcome 'taken' and then {labels taken},
+-- holds after the call, ...} with outcome 'taken' and then {labels taken
+-- (held by another account, sold or blocked)},
 -- 'limit', or 'ok' and then the first expiry (ms) of the requested seats.
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
@@ -32,7 +34,7 @@ if ended then
   return ended
 end
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
-local first_label = 10
+local first_label = 11
 
 -- At most limit entries remain.
 prune_holds(KEYS[4], KEYS[2], now)
@@ -40,9 +42,9 @@ local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local taken, new = {}, {}
 for i = first_label, #KEYS do
-  local state = seat_state(ARGV[i - 4], KEYS[i], KEYS[2], KEYS[4], KEYS[7], acct, stale)
+  local state = seat_state(ARGV[i - 5], KEYS[i], KEYS[2], KEYS[10], KEYS[4], KEYS[7], acct, stale)
   if state == 'taken' then
-    taken[#taken + 1] = ARGV[i - 4]
+    taken[#taken + 1] = ARGV[i - 5]
   elseif state == 'new' then
     new[#new + 1] = i
   end
@@ -58,13 +60,13 @@ end
 
 local exp = now + ttl
 for _, i in ipairs(new) do
-  hold_seat(ARGV[i - 4], KEYS[i], KEYS[4], KEYS[5], KEYS[6], acct, exp)
+  hold_seat(ARGV[i - 5], KEYS[i], KEYS[4], KEYS[5], KEYS[6], acct, exp)
 end
 trim_held(KEYS[4], KEYS[5], KEYS[6], now)
 
 local first = exp
 for i = first_label, #KEYS do
-  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 4])))
+  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 5])))
 end
 
 return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), first}

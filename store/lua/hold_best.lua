@@ -6,10 +6,10 @@
 -- seats nearest the run's best seat that leaves no single free seat
 -- stranded; only when allowed to (ARGV[7]) and no run considered has such a
 -- block does it take the first block that strands one.
--- KEYS[1..9] as hold.lua's: cache marker, sold:{e}, bought:{e},
+-- KEYS[1..10] as hold.lua's: cache marker, sold:{e}, bought:{e},
 -- hold:{e}:{acct}, held:{e}, holder:{e}, claimed:{e}, entry:{e}:{acct},
--- entry:live:{e}
--- KEYS[10..] seat:lock:{e}:<label>, one per seat of the runs, in ARGV's
+-- entry:live:{e}, blocked:{e}
+-- KEYS[11..] seat:lock:{e}:<label>, one per seat of the runs, in ARGV's
 -- order
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
 -- KEYS[1] is cache:complete:{e}, ARGV[5] the session key the entry token
@@ -33,7 +33,7 @@ if ended then
 end
 local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local quantity, may_strand, runs = tonumber(ARGV[6]), ARGV[7] == '1', tonumber(ARGV[8])
-local first_key, first_label = 10, 9 + 2 * runs
+local first_key, first_label = 11, 9 + 2 * runs
 
 prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
@@ -77,7 +77,7 @@ for r = 1, runs do
   local free = {}
   for k = 1, n do
     local i = base + k
-    free[k] = seat_state(ARGV[first_label + i - 1], KEYS[first_key + i - 1], KEYS[2], KEYS[4], KEYS[7], acct, stale) == 'new'
+    free[k] = seat_state(ARGV[first_label + i - 1], KEYS[first_key + i - 1], KEYS[2], KEYS[10], KEYS[4], KEYS[7], acct, stale) == 'new'
     if free[k] then
       free_seats = free_seats + 1
     end

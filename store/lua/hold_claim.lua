@@ -6,11 +6,13 @@
 -- KEYS[4] claimed:{e}       zset label -> claim time (ms): seats claimed
 --                           for a sale that sold:{e} may not have yet
 -- KEYS[5] order:holds:{e}:<order>  the order's marker (hold_release_order.lua)
--- KEYS[6..] seat:lock:{e}:<label>, one per seat, in ARGV's order
+-- KEYS[6] blocked:{e}       set of labels an admin blocked
+-- KEYS[7..] seat:lock:{e}:<label>, one per seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3] the marker's TTL (ms),
 -- ARGV[4..] labels
--- Returns {'taken', {labels}} when another account holds any of the seats,
--- changing nothing; otherwise {'ok', {labels}}, the seats that no hold of
+-- Returns {'taken', {labels}} when another account holds any of the seats
+-- or an admin blocked it (a late payment for an order whose seats were
+-- blocked after it expired), changing nothing; otherwise {'ok', {labels}}, the seats that no hold of
 -- the buyer covered (those the claim took). A claimed seat is a hold of the
 -- buyer, written as hold.lua writes one, ending at now + TTL on Redis's
 -- clock or later if the buyer's hold on it already ended later, and is
@@ -22,20 +24,20 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp = ARGV[1], now + tonumber(ARGV[2])
 
 local taken, fresh = {}, {}
-for i = 6, #KEYS do
+for i = 7, #KEYS do
   local owner = redis.call('GET', KEYS[i])
-  if owner == false then
-    fresh[#fresh + 1] = ARGV[i - 2]
-  elseif owner ~= acct then
-    taken[#taken + 1] = ARGV[i - 2]
+  if (owner ~= false and owner ~= acct) or redis.call('SISMEMBER', KEYS[6], ARGV[i - 3]) == 1 then
+    taken[#taken + 1] = ARGV[i - 3]
+  elseif owner == false then
+    fresh[#fresh + 1] = ARGV[i - 3]
   end
 end
 if #taken > 0 then
   return {'taken', taken}
 end
 
-for i = 6, #KEYS do
-  local label = ARGV[i - 2]
+for i = 7, #KEYS do
+  local label = ARGV[i - 3]
   -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
   local ends = math.max(exp, redis.call('PEXPIRETIME', KEYS[i]))
   redis.call('SET', KEYS[i], acct, 'PXAT', ends)

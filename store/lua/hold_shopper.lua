@@ -45,13 +45,13 @@ end
 
 -- seat_state says what holding the seat label (lock key lock_key) would be
 -- for the account acct (its holds at hold_key): 'taken' when it is sold
--- (sold_key) or held by another account, or, on a copy past its TTL (stale),
+-- (sold_key), blocked by an admin (blocked_key) or held by another account, or, on a copy past its TTL (stale),
 -- recorded as claimed for a sale (claimed_key); 'mine' when the account
 -- holds it already; 'new' when it is free to hold. A lock of the account's
 -- own that its holds no longer list (a hold pruned as ended at the same
 -- millisecond) counts as free.
-local function seat_state(label, lock_key, sold_key, hold_key, claimed_key, acct, stale)
-  if redis.call('SISMEMBER', sold_key, label) == 1 then
+local function seat_state(label, lock_key, sold_key, blocked_key, hold_key, claimed_key, acct, stale)
+  if redis.call('SISMEMBER', sold_key, label) == 1 or redis.call('SISMEMBER', blocked_key, label) == 1 then
     return 'taken'
   end
   local owner = redis.call('GET', lock_key)
