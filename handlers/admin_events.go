@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
@@ -65,6 +66,9 @@ func (s *Server) handleAdminEventEdit(c echo.Context) error {
 		return err
 	}
 	f := eventForm(e)
+	if f.Blocked, err = s.Blocks.BlockedSeats(ctx, id); err != nil {
+		return err
+	}
 	q := c.QueryParams()
 	overlayEventForm(&f, q)
 	if q.Has("venue_id") {
@@ -418,3 +422,53 @@ func padGrades(rows []views.GradeRow, shown int) []views.GradeRow {
 }
 
 func eventEditPath(id int64) string { return fmt.Sprintf("/admin/events/%d/edit", id) }
+
+// handleAdminEventBlocks handles POST /admin/events/:id/blocks: "action"
+// block or unblock, and "seat" repeated (each value may also name several
+// labels separated by spaces or commas, as the page's field does). JSON:
+// 200 {"event_id", "action", "seats", "blocked"}; HTML: 303 to the event's
+// edit page, which lists the blocked seats, or the page again with the
+// refusal and its status (400 naming every unknown seat, 409 naming every
+// seat sold, held or in an unpaid order; nothing changed).
+func (s *Server) handleAdminEventBlocks(c echo.Context) error {
+	id, err := eventID(c)
+	if err != nil {
+		return err
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return errBadForm
+	}
+	var seats []string
+	for _, v := range form["seat"] {
+		seats = append(seats, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
+	}
+	ctx := c.Request().Context()
+	action := form.Get("action")
+	res, err := s.Blocks.ChangeBlocks(ctx, boxoffice.BlockRequest{
+		EventID: id, AdminID: boxoffice.AccountFromContext(ctx).ID, Action: action, Seats: seats,
+	})
+	switch {
+	case err == nil && wantsJSON(c):
+		return c.JSON(http.StatusOK, res)
+	case err == nil && action == boxoffice.BlockActionBlock:
+		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), views.FlashBlocked)
+	case err == nil:
+		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), views.FlashUnblocked)
+	case wantsJSON(c) || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND:
+		return err
+	}
+	e, ferr := s.Events.FindEventByID(ctx, id)
+	if ferr != nil {
+		return ferr
+	}
+	f := eventForm(e)
+	if f.Blocked, ferr = s.Blocks.BlockedSeats(ctx, id); ferr != nil {
+		return ferr
+	}
+	f.BlockError = err
+	if action == boxoffice.BlockActionBlock {
+		f.BlockSeats = strings.Join(seats, " ")
+	}
+	return s.renderEventForm(c, s.statusOf(err), f, len(f.Grades)+1)
+}

@@ -124,6 +124,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	}
 	srv.Orders, srv.Desk, srv.SandboxPG, srv.PGCurrencies = orders, orders, sb, pg.Currencies()
 	srv.Refunds = &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: srv.Logger}
+	srv.Blocks = &store.Blocks{DB: db, Holds: holds}
 	for _, o := range options {
 		o(srv)
 	}

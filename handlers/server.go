@@ -116,6 +116,8 @@ type Server struct {
 	// Refunds is the order desk's refunds (issue 16), and the refunds the
 	// PG's webhooks report.
 	Refunds boxoffice.RefundService
+	// Blocks is the seats admins hold back from the sale (issue 16).
+	Blocks boxoffice.BlockService
 	// SandboxPG, when set (PG_PROVIDER=sandbox), is mounted under /sandbox-pg.
 	SandboxPG http.Handler
 	// PGClientKey is PG_CLIENT_KEY with PG_PROVIDER=toss: GET
@@ -201,6 +203,7 @@ func (s *Server) Handler() http.Handler {
 	admin.POST("/events/:id/edit", s.handleAdminEventUpdate)
 	admin.POST("/events/:id/publish", s.handleAdminEventPublish)
 	admin.POST("/events/:id/close", s.handleAdminEventClose)
+	admin.POST("/events/:id/blocks", s.handleAdminEventBlocks)
 
 	// The waiting room (issue 4): joining, the page, its status, its live
 	// stream, the entry token's time left, and the admin's live page.

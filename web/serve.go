@@ -173,6 +173,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Orders:            checkout.orders,
 		Desk:              checkout.orders,
 		Refunds:           checkout.refunds,
+		Blocks:            &store.Blocks{DB: db, Holds: holds},
 		SandboxPG:         checkout.sandboxHandler(),
 		PGClientKey:       cfg.PGClientKey,
 		CustomerKeySecret: []byte(cfg.SessionSecret),

@@ -1,0 +1,76 @@
+package handlers_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/boxoffice/boxoffice"
+)
+
+// Blocked seats at the admin's event page and in JSON: a fan may not ask,
+// unknown seats are named all at once, a held seat refuses the block, a
+// block shows on the page and on the fan's map, and an unblock gives the
+// seat back.
+func TestAdminEventBlocks(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.newSeatEvent(t)
+	path := fmt.Sprintf("/admin/events/%d/blocks", ev.ID)
+	admin := app.newAdmin(t)
+	fan, _ := app.newFan(t, "blocks@example.com", ev.ID)
+
+	wantStatus(t, fan.do("POST", path, url.Values{"action": {"block"}, "seat": {"A-1-1"}}), http.StatusForbidden)
+
+	resp := admin.do("POST", path, url.Values{"action": {"block"}, "seat": {"A-1-1", "Q-9-9", "A-9-1"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusBadRequest)
+	var refused struct {
+		Error   string
+		Message string
+		Seats   []string
+	}
+	decodeJSON(t, resp, &refused)
+	if refused.Error != boxoffice.EBADSEAT || !slices.Equal(refused.Seats, []string{"Q-9-9", "A-9-1"}) {
+		t.Errorf("unknown seats: got %+v, want %s naming Q-9-9 and A-9-1", refused, boxoffice.EBADSEAT)
+	}
+
+	hold(t, fan, ev.ID, "A-1-2")
+	resp = admin.do("POST", path, url.Values{"action": {"block"}, "seat": {"A-1-1 A-1-2"}})
+	wantStatus(t, resp, http.StatusConflict)
+	if d := doc(t, resp); !strings.Contains(testid(d, "block-error"), "A-1-2") || testid(d, "blocked-none") == "" {
+		t.Errorf("block of a held seat: error %q, want it naming A-1-2 and no seat blocked", testid(d, "block-error"))
+	}
+
+	resp = admin.do("POST", path, url.Values{"action": {"block"}, "seat": {"A-1-1,A-1-3"}})
+	wantStatus(t, resp, http.StatusSeeOther)
+	page := doc(t, admin.do("GET", resp.Header.Get("Location"), nil))
+	if got := strings.Fields(testid(page, "blocked-list")); !slices.Equal(got, []string{"A-1-1", "A-1-3"}) {
+		t.Errorf("blocked list %q, want A-1-1 A-1-3", got)
+	}
+	var seatMap struct {
+		Seats []struct{ Label, Status string }
+	}
+	decodeJSON(t, fan.do("GET", seatsPath(ev.ID), nil, "Accept: application/json"), &seatMap)
+	for _, s := range seatMap.Seats {
+		if (s.Label == "A-1-1" || s.Label == "A-1-3") && s.Status != string(boxoffice.SeatSold) {
+			t.Errorf("fan's map: %s is %q, want %q (unavailable)", s.Label, s.Status, boxoffice.SeatSold)
+		}
+	}
+	resp = fan.do("POST", holdsPath(ev.ID), url.Values{"seat": {"A-1-1"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusConflict)
+
+	resp = admin.do("POST", path, url.Values{"action": {"unblock"}, "seat": {"A-1-1"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	var done boxoffice.BlockResult
+	decodeJSON(t, resp, &done)
+	if done.EventID != ev.ID || done.Action != "unblock" || !slices.Equal(done.Seats, []string{"A-1-1"}) || !slices.Equal(done.Blocked, []string{"A-1-3"}) {
+		t.Errorf("unblock answer %+v, want A-1-1 unblocked and A-1-3 still blocked", done)
+	}
+	hold(t, fan, ev.ID, "A-1-1")
+	if n := app.queryInt(t, `SELECT count(*) FROM audit_log WHERE event_id = $1 AND action IN ('block', 'unblock')`, ev.ID); n != 2 {
+		t.Errorf("%d audit entries, want 2 (the block and the unblock)", n)
+	}
+}
