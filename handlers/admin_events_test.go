@@ -364,7 +364,7 @@ func TestAdminEvents_UpdateAfterSale(t *testing.T) {
 		f.Set("venue_id", fmt.Sprint(other.ID))
 		resp := admin.do("POST", path, f)
 		wantStatus(t, resp, http.StatusConflict)
-		if got := testid(doc(t, resp), "form-error"); got != "The venue cannot change: this event already has orders." {
+		if got := testid(doc(t, resp), "form-error"); got != "The venue cannot change: the queue of this event has opened, or it has orders or blocked seats." {
 			t.Errorf("refusal says %q", got)
 		}
 	})

@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -15,12 +16,14 @@ import (
 )
 
 // seatMapCache keeps each event's seats in memory, read from PostgreSQL once
-// per event and process: an event's seats never change once it exists, and a
-// seat map of 15,000 seats is read by every admitted fan every few seconds.
-// Prices come from the event's grades (LiveEvents, a second old at most), so
-// a price an admin changes shows up; the drawn map is rebuilt when the event
-// changes (its UpdatedAt). The zero value is ready; it is safe for concurrent
-// use.
+// per event, venue and process (a seat map of 15,000 seats is read by every
+// admitted fan every few seconds). An event's seats change only with its
+// venue, and only before its queue opens (store.Events.UpdateEvent refuses
+// it after): a copy is used only for the venue the event has (LiveEvents, a
+// second old at most), so that a venue changed before the opening never
+// serves the old map. Prices come from the event's grades, so a price an
+// admin changes shows up; the drawn map is rebuilt when the event changes
+// (its UpdatedAt). The zero value is ready; it is safe for concurrent use.
 type seatMapCache struct {
 	mu     sync.Mutex
 	loads  singleflight.Group
@@ -29,37 +32,39 @@ type seatMapCache struct {
 
 // eventSeats is one event's seats as the seat map serves them.
 type eventSeats struct {
-	seats []boxoffice.Seat
-	index map[string]int // label -> index in seats
-	label []string       // JSON string of each seat's label
-	json  []string       // each seat's JSON object up to its price: {"id":…,"grade":…,"price":
+	venueID int64 // the venue they were copied from
+	seats   []boxoffice.Seat
+	index   map[string]int // label -> index in seats
+	label   []string       // JSON string of each seat's label
+	json    []string       // each seat's JSON object up to its price: {"id":…,"grade":…,"price":
 
 	mu     sync.Mutex
 	drawn  *views.SeatMap
 	drawAt time.Time // UpdatedAt of the event that drawn was built with
 }
 
-// loadSeats returns the event's seats, loading them on first use (callers
-// for one event share one load).
-func (s *Server) loadSeats(ctx context.Context, eventID int64) (*eventSeats, error) {
+// loadSeats returns the seats of e, loading them on first use for e's venue
+// (callers for one event and venue share one load).
+func (s *Server) loadSeats(ctx context.Context, e *boxoffice.Event) (*eventSeats, error) {
 	c := &s.seatMaps
 	c.mu.Lock()
-	es := c.events[eventID]
+	es := c.events[e.ID]
 	c.mu.Unlock()
-	if es != nil {
+	if es != nil && es.venueID == e.VenueID {
 		return es, nil
 	}
-	v, err, _ := c.loads.Do(strconv.FormatInt(eventID, 10), func() (any, error) {
-		seats, err := s.Events.EventSeats(context.WithoutCancel(ctx), eventID)
+	v, err, _ := c.loads.Do(fmt.Sprint(e.ID, "/", e.VenueID), func() (any, error) {
+		seats, err := s.Events.EventSeats(context.WithoutCancel(ctx), e.ID)
 		if err != nil {
 			return nil, err
 		}
 		es := newEventSeats(seats)
+		es.venueID = e.VenueID
 		c.mu.Lock()
 		if c.events == nil {
 			c.events = map[int64]*eventSeats{}
 		}
-		c.events[eventID] = es
+		c.events[e.ID] = es
 		c.mu.Unlock()
 		return es, nil
 	})
@@ -188,7 +193,7 @@ func (s *Server) seatMapRequest(c echo.Context) (*boxoffice.Event, *eventSeats, 
 	if err != nil {
 		return nil, nil, sh, err
 	}
-	es, err := s.loadSeats(ctx, id)
+	es, err := s.loadSeats(ctx, e)
 	if err != nil {
 		return nil, nil, sh, err
 	}

@@ -198,9 +198,14 @@ func copyVenueSeats(ctx context.Context, tx pgx.Tx, eventID, venueID int64) erro
 // opened its time is fixed (EINVALID "prequeue_opens_at"): fans hold draw
 // tickets under it.
 //
-// Once tickets are sold the seats and the prices of sold grades are fixed:
-// the venue cannot change once the event has any order (order items and sold
-// seats refer to its seats; the foreign keys back this), and a grade with
+// An event's seats are fixed once its queue opens or it has an order (or a
+// blocked seat): the UPDATE itself refuses a new venue then (its WHERE), so
+// that the per-process copies of the seats (Holds, the seat map), kept only
+// once the seats are fixed (SeatsFixedQuery), never go stale; an order that
+// takes a seat while the venue changes makes the deletion of the old seats
+// fail (the foreign keys), which refuses the change as well. For the same
+// reason the queue's opening cannot move from the past to the future. Once
+// tickets are sold the prices of sold grades are fixed too: a grade with
 // sold seats cannot change its price. Names and colours may change, and so
 // may the prices of grades without sold seats. The event_seat rows of every
 // grade whose price changes are locked (FOR UPDATE, which a sale's foreign
@@ -232,7 +237,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 		}
 		newVenue := in.VenueID != venueID
 		if newVenue { // no orders, hence no sold seats
-			if err := checkVenueChange(ctx, tx, id, in.VenueID); err != nil {
+			if err := checkVenueChange(ctx, tx, in.VenueID); err != nil {
 				return err
 			}
 			if err := checkGradesCover(ctx, tx, venueGradesQuery, in.VenueID, in.Grades); err != nil {
@@ -246,15 +251,24 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 				return err
 			}
 		}
-		args := append([]any{id}, eventArgs(in)...)
-		_, err = tx.Exec(ctx, `
+		args := append(append([]any{id}, eventArgs(in)...), s.DB.Now())
+		tag, err := tx.Exec(ctx, `
 			UPDATE event SET venue_id = $2, title = $3, description = $4, time_zone = $5, starts_at = $6,
 			       queue_opens_at = $7, sale_ends_at = $8, currency = $9, max_per_account = $10,
 			       hold_ttl_seconds = $11, token_ttl_seconds = $12, admission_rate = $13,
 			       max_shoppers = NULLIF($14, 0), prequeue_opens_at = $15, pow_difficulty = $16, updated_at = now()
-			WHERE id = $1`, args...)
+			WHERE id = $1
+			  AND (queue_opens_at > $17 OR $7 <= $17)
+			  AND (venue_id = $2 OR (queue_opens_at > $17
+			       AND NOT EXISTS (SELECT 1 FROM orders WHERE event_id = $1)
+			       AND NOT EXISTS (SELECT 1 FROM blocked_seat WHERE event_id = $1)))`, args...)
 		if err != nil {
 			return fmt.Errorf("update event: %w", err)
+		}
+		if tag.RowsAffected() == 0 && newVenue {
+			return venueConflict()
+		} else if tag.RowsAffected() == 0 {
+			return boxoffice.Invalid(map[string]boxoffice.Msg{"queue_opens_at": boxoffice.M("val_queue_opened_later")})
 		}
 		if err := upsertGrades(ctx, tx, id, in.Grades); err != nil {
 			return err
@@ -292,21 +306,26 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 	return ev, nil
 }
 
+// SeatsFixedQuery selects whether event $1's seats are fixed at $2: its
+// queue opened or it has an order. Neither ever becomes false again
+// (UpdateEvent refuses to move an opened queue's opening later, and orders
+// stay), and UpdateEvent refuses a venue change once it is true, so a copy
+// of the seats read with it true is good for the life of the process.
+const SeatsFixedQuery = `SELECT EXISTS (SELECT 1 FROM event WHERE id = $1 AND queue_opens_at <= $2)
+	OR EXISTS (SELECT 1 FROM orders WHERE event_id = $1)`
+
 func venueConflict() error {
 	return boxoffice.NewError(boxoffice.ECONFLICT, "err_event_venue_fixed")
 }
 
-// checkVenueChange refuses a new venue once the event has orders, and checks
-// that the new venue exists.
-func checkVenueChange(ctx context.Context, tx pgx.Tx, eventID, venueID int64) error {
-	var ordered, exists bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM orders WHERE event_id = $1), EXISTS (SELECT 1 FROM venue WHERE id = $2)`,
-		eventID, venueID).Scan(&ordered, &exists)
+// checkVenueChange checks that the new venue exists (the UPDATE refuses a
+// change of fixed seats).
+func checkVenueChange(ctx context.Context, tx pgx.Tx, venueID int64) error {
+	var exists bool
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM venue WHERE id = $1)`, venueID).Scan(&exists)
 	switch {
 	case err != nil:
 		return fmt.Errorf("check venue change: %w", err)
-	case ordered:
-		return venueConflict()
 	case !exists:
 		return boxoffice.Invalid(map[string]boxoffice.Msg{"venue_id": boxoffice.M("val_venue_unknown")})
 	}

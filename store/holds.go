@@ -134,8 +134,9 @@ const loadTimeout = 30 * time.Second
 // load's error (503) until PostgreSQL is back.
 //
 // The labels of each event's seats are read from PostgreSQL once per event
-// and process and kept in memory (an event's seats never change after it is
-// created), so validating a hold costs no query.
+// and process and kept in memory once the seats are fixed (its queue opened
+// or it has an order: Events.UpdateEvent then refuses a new venue), so
+// validating a hold costs no query.
 //
 // Redis must not evict keys (maxmemory-policy noeviction): an evicted index
 // would break the count of an account's holds.
@@ -914,9 +915,10 @@ func (h *Holds) checkLabels(ctx context.Context, eventID int64, labels []string,
 }
 
 // eventLabels returns the set of the event's seat labels, read from
-// PostgreSQL on first use and kept for the life of the process. An event
-// without seats (or no event) is not kept, so an event created later is
-// found.
+// PostgreSQL on first use and kept for the life of the process once the
+// event's seats are fixed (seatsFixed): before, its venue may still change,
+// so they are read on every call. An event without seats (or no event) is
+// not kept, so an event created later is found.
 func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]struct{}, error) {
 	h.mu.Lock()
 	set, ok := h.labels[eventID]
@@ -942,7 +944,11 @@ func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]stru
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("seat labels of event %d: %w", eventID, err)
 		}
-		if len(set) > 0 {
+		fixed, err := h.seatsFixed(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		if len(set) > 0 && fixed {
 			h.mu.Lock()
 			h.labels[eventID] = set
 			h.mu.Unlock()
@@ -953,6 +959,16 @@ func (h *Holds) eventLabels(ctx context.Context, eventID int64) (map[string]stru
 		return nil, err
 	}
 	return v.(map[string]struct{}), nil
+}
+
+// seatsFixed reports whether the event's seats can no longer change
+// (store.SeatsFixedQuery): its queue opened or it has an order.
+func (h *Holds) seatsFixed(ctx context.Context, eventID int64) (bool, error) {
+	var fixed bool
+	if err := h.DB.Pool.QueryRow(ctx, SeatsFixedQuery, eventID, h.DB.Now()).Scan(&fixed); err != nil {
+		return false, fmt.Errorf("seats of event %d fixed: %w", eventID, err)
+	}
+	return fixed, nil
 }
 
 // loadSoldCache copies the event's sold seats and bought counts from

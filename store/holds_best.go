@@ -244,8 +244,8 @@ func (h *Holds) setBestHint(k bestHintKey, hint bestHint) {
 }
 
 // eventRuns returns the event's seats for best available, read from
-// PostgreSQL on first use and kept for the life of the process, as
-// eventLabels does: an event's seats never change after it is created.
+// PostgreSQL on first use and kept for the life of the process once the
+// seats are fixed, as eventLabels does.
 func (h *Holds) eventRuns(ctx context.Context, eventID int64) (gradeRuns, error) {
 	h.mu.Lock()
 	runs, ok := h.runs[eventID]
@@ -274,7 +274,11 @@ func (h *Holds) eventRuns(ctx context.Context, eventID int64) (gradeRuns, error)
 			return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
 		}
 		runs := seatRuns(seats)
-		if len(seats) > 0 {
+		fixed, err := h.seatsFixed(ctx, eventID)
+		if err != nil {
+			return nil, err
+		}
+		if len(seats) > 0 && fixed {
 			h.mu.Lock()
 			h.runs[eventID] = runs
 			h.mu.Unlock()
