@@ -79,8 +79,10 @@ type Event struct {
 }
 
 // Grade is a price class of an event's seats, such as "R" or "VIP". Price is
-// in the minor unit of the event's currency. SeatsTotal and SeatsLeft are
-// filled by queries that count them (SeatsLeft = total minus sold).
+// in the minor unit of the event's currency. SeatsTotal, SeatsLeft and
+// SeatsHeld are filled by queries that count them: SeatsHeld are the seats
+// in unpaid (PENDING_PAYMENT) orders, SeatsLeft the seats neither sold,
+// blocked nor held so; blocked seats count in neither.
 type Grade struct {
 	Code       string
 	Name       Text // per language, such as {"ko": "R석", "en": "R seat"}
@@ -88,6 +90,7 @@ type Grade struct {
 	Color      string // CSS colour, "#rrggbb"
 	SeatsTotal int
 	SeatsLeft  int
+	SeatsHeld  int
 }
 
 // Location returns the event's time zone, or UTC if its name is unknown.

@@ -37,6 +37,7 @@ func (s *Server) handleEvent(c echo.Context) error {
 		for _, g := range e.Grades {
 			grades = append(grades, map[string]any{
 				"code": g.Code, "name": g.Name.In(lang), "price": g.Price, "seats_total": g.SeatsTotal, "seats_left": g.SeatsLeft,
+				"seats_held": g.SeatsHeld,
 			})
 		}
 		return c.JSON(http.StatusOK, map[string]any{

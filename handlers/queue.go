@@ -286,11 +286,11 @@ func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.
 }
 
 // soldOut reports whether the event (as counted when it was read) has no
-// seat left.
+// seat left, nor one in an unpaid order that may come back.
 func soldOut(e *boxoffice.Event) bool {
 	left := 0
 	for _, g := range e.Grades {
-		left += g.SeatsLeft
+		left += g.SeatsLeft + g.SeatsHeld
 	}
 	return len(e.Grades) > 0 && left == 0
 }

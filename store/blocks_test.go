@@ -349,3 +349,26 @@ func TestBlocks_Race(t *testing.T) {
 	}
 	t.Logf("%d blocks done, %d refused for held seats, %d violations", done.Load(), refused.Load(), violations.Load())
 }
+
+// Seats left per grade count neither sold nor blocked seats nor those in
+// unpaid orders, which count as held instead.
+func TestEvents_FindEventByID_LeftAndHeld(t *testing.T) {
+	env := newBlocksEnv(t, 20) // R: A-1-1..A-1-10, S: B-1-1..B-1-10
+	r := env.Event.R
+	sellSeats(t, env.DB, env.Event.ID, newHoldAccount(t, env.DB), r[0])
+	env.mustChange(t, boxoffice.BlockActionBlock, r[1], r[2])
+	pendingOrder(t, env.DB, env.Event.ID, newHoldAccount(t, env.DB), r[3], r[4], r[5])
+	ev, err := (&store.Events{DB: env.DB}).FindEventByID(context.Background(), env.Event.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range ev.Grades {
+		want := [3]int{10, 10, 0}
+		if g.Code == "R" {
+			want = [3]int{10, 4, 3}
+		}
+		if got := [3]int{g.SeatsTotal, g.SeatsLeft, g.SeatsHeld}; got != want {
+			t.Errorf("grade %s: total, left, held %v, want %v", g.Code, got, want)
+		}
+	}
+}

@@ -525,10 +525,15 @@ func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, erro
 		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
 	}
 	rows, err := q.Query(ctx, `
-		SELECT g.code, g.name, g.price, g.color, count(s.label), count(s.label) - count(ss.seat_label)
+		SELECT g.code, g.name, g.price, g.color, count(s.label),
+		       count(s.label) FILTER (WHERE ss.seat_label IS NULL AND bs.seat_label IS NULL AND p.seat_label IS NULL),
+		       count(s.label) FILTER (WHERE ss.seat_label IS NULL AND bs.seat_label IS NULL AND p.seat_label IS NOT NULL)
 		FROM grade g
 		LEFT JOIN event_seat s ON s.event_id = g.event_id AND s.grade = g.code
 		LEFT JOIN sold_seat ss ON ss.event_id = s.event_id AND ss.seat_label = s.label
+		LEFT JOIN blocked_seat bs ON bs.event_id = s.event_id AND bs.seat_label = s.label
+		LEFT JOIN (SELECT DISTINCT i.seat_label FROM order_item i JOIN orders o ON o.id = i.order_id
+		           WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT') p ON p.seat_label = s.label
 		WHERE g.event_id = $1
 		GROUP BY g.code, g.name, g.price, g.color
 		ORDER BY g.price DESC, g.code`, id)
@@ -537,7 +542,7 @@ func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, erro
 	}
 	ev.Grades, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (boxoffice.Grade, error) {
 		var g boxoffice.Grade
-		err := row.Scan(&g.Code, &g.Name, &g.Price, &g.Color, &g.SeatsTotal, &g.SeatsLeft)
+		err := row.Scan(&g.Code, &g.Name, &g.Price, &g.Color, &g.SeatsTotal, &g.SeatsLeft, &g.SeatsHeld)
 		return g, err
 	})
 	if err != nil {
