@@ -50,8 +50,10 @@ const blockChangeTTL = loadTimeout + claimCommitMargin
 // in Redis while PostgreSQL still has it blocked. No Redis call is made
 // while the transaction holds its locks.
 //
-// Failure modes: a process that dies after step 1 leaves the seats blocked
-// in Redis and the lock taken; the lock expires after blockChangeTTL, and
+// Failure modes: a process that dies after step 1, or a block whose
+// transaction failed for another reason than a refusal (PostgreSQL
+// unreachable: whether its seats were blocked before is not known), leaves
+// the seats blocked in Redis (and, for the dead process, the lock taken); the lock expires after blockChangeTTL, and
 // the next load of the sold-seat copy after that replaces blocked:{e} with
 // PostgreSQL's rows (blocks under way are kept by a load only while younger
 // than blockChangeTTL): an over-block that heals by itself, never a seat
