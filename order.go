@@ -245,8 +245,8 @@ type StuckOrder struct {
 	Why string
 }
 
-// OrderService creates orders at checkout, confirms their payments and
-// finds them. All methods are safe for concurrent use.
+// OrderService creates orders at checkout and finds them (CheckoutService
+// takes their payments). All methods are safe for concurrent use.
 type OrderService interface {
 	// CreateOrder makes an order of all the account's live holds for the
 	// event, priced from the event's grades, PENDING_PAYMENT until the
@@ -254,23 +254,33 @@ type OrderService interface {
 	// ENOHOLDS; ENOTFOUND (no such event); ECONFLICT (the sale is over);
 	// ESEATTAKEN (a hold ended meanwhile; Details["seats"]).
 	CreateOrder(ctx context.Context, eventID, accountID int64) (*Order, error)
-	// Confirm confirms the payment of an order with the PG and records the
-	// outcome, once whoever calls; see store.Orders.Confirm.
-	Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*Confirmation, error)
-	// ConfirmWebhook looks a payment a webhook named up at the PG and
-	// confirms it (Confirm), acting on the PG's answer only.
-	ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*Confirmation, error)
 	// FindOrderByID returns an order with its items and tickets. Errors: ENOTFOUND.
 	FindOrderByID(ctx context.Context, id string) (*Order, error)
 	// FindOrders returns the account's orders, newest first, with items and tickets.
 	FindOrders(ctx context.Context, accountID int64) ([]*Order, error)
+	// FindStuckOrders lists up to limit orders that should be settled but
+	// are not (StuckOrder.Why says how), oldest first.
+	FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error)
+}
+
+// CheckoutService takes the payments of orders at the PG: it sends the buyer
+// to the PG's payment window and confirms what the PG reports, once per
+// payment whoever calls. Package checkout implements it: the PG's call
+// first, then one database transaction, never a network call inside one.
+// All methods are safe for concurrent use.
+type CheckoutService interface {
+	// Confirm confirms the payment of an order with the PG and records the
+	// outcome, once whoever calls. redirect is the amount of the PG's
+	// success redirect (which names no currency: minor units of the
+	// order's currency), nil for callers without one; see checkout.Service.Confirm.
+	Confirm(ctx context.Context, orderID, paymentKey string, redirect *int64) (*Confirmation, error)
+	// ConfirmWebhook looks a payment a webhook named up at the PG and
+	// confirms it (Confirm), acting on the PG's answer only.
+	ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*Confirmation, error)
 	// CheckoutURL returns where to send the buyer to pay for the order.
 	CheckoutURL(o *Order) string
 	// CheckoutRequest returns what the PG's payment window needs to take
 	// the order's payment: its id, name, amount with currency, and the
 	// success and fail URLs.
 	CheckoutRequest(o *Order) CheckoutRequest
-	// FindStuckOrders lists up to limit orders that should be settled but
-	// are not (StuckOrder.Why says how), oldest first.
-	FindStuckOrders(ctx context.Context, limit int) ([]StuckOrder, error)
 }

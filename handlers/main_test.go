@@ -15,6 +15,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout"
 	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
@@ -33,10 +34,11 @@ type testApp struct {
 	Redis *store.Redis
 	Srv   *handlers.Server
 	// Stop cancels the server's Stopping context, as a shutdown does.
-	Stop    context.CancelFunc
-	Orders  *store.Orders
-	Sandbox *sandbox.Sandbox
-	PG      *toss.Client // the sandbox's API, as the app calls it
+	Stop     context.CancelFunc
+	Orders   *store.Orders
+	Checkout *checkout.Service
+	Sandbox  *sandbox.Sandbox
+	PG       *toss.Client // the sandbox's API, as the app calls it
 	// Sessions is the session store, whose in-process copy runs.
 	Sessions *store.Sessions
 	// Trips counts the Redis round trips of requests, and TickTrips those
@@ -118,12 +120,12 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		t.Fatal(err)
 	}
 	pg := &toss.Client{BaseURL: base + "/sandbox-pg", SecretKey: testPGSecret}
-	orders := &store.Orders{
-		DB: db, Holds: holds, PG: pg, TicketSecret: []byte("test-ticket-secret-of-32-characters!"),
+	orders := &store.Orders{DB: db, Holds: holds, TicketSecret: []byte("test-ticket-secret-of-32-characters!"), Logger: srv.Logger}
+	service := &checkout.Service{
+		Orders: orders, Refunds: &store.Refunds{DB: db, Holds: holds, Logger: srv.Logger}, PG: pg,
 		SuccessURL: base + "/payments/success", FailURL: base + "/payments/fail", Logger: srv.Logger,
 	}
-	srv.Orders, srv.Desk, srv.SandboxPG, srv.PGCurrencies = orders, orders, sb, pg.Currencies()
-	srv.Refunds = &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: srv.Logger}
+	srv.Orders, srv.Desk, srv.Checkout, srv.Refunds, srv.SandboxPG, srv.PGCurrencies = orders, orders, service, service, sb, pg.Currencies()
 	srv.Blocks = &store.Blocks{DB: db, Holds: holds}
 	for _, o := range options {
 		o(srv)
@@ -134,7 +136,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	copied := make(chan struct{})
 	go func() { defer close(copied); sessionStore.Run(copying) }()
 	t.Cleanup(func() { stop(); ts.Close(); sb.Close(); stopCopying(); <-copied })
-	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Sandbox: sb, PG: pg, Sessions: sessionStore,
+	return &testApp{Server: ts, DB: db, Redis: rdb, Srv: srv, Stop: stop, Orders: orders, Checkout: service, Sandbox: sb, PG: pg, Sessions: sessionStore,
 		Trips: trips, TickTrips: tickTrips}
 }
 

@@ -30,7 +30,7 @@ func (s *Server) handleCreateOrder(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	checkout := s.Orders.CheckoutURL(o)
+	checkout := s.Checkout.CheckoutURL(o)
 	switch {
 	case wantsJSON(c):
 		return c.JSON(http.StatusCreated, map[string]any{
@@ -87,7 +87,7 @@ func (s *Server) renderOrder(c echo.Context, o *boxoffice.Order, failCode string
 	now := s.Now()
 	v := views.OrderView{Order: o, Now: now, FailCode: failCode}
 	if o.Payable(now) {
-		v.CheckoutURL = s.Orders.CheckoutURL(o)
+		v.CheckoutURL = s.Checkout.CheckoutURL(o)
 	}
 	switch {
 	case wantsJSON(c):

@@ -334,7 +334,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A payment the PG has for an order that is not ours.
-	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Orders.PG.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "not-our-order", Amount: boxoffice.Money{Amount: 1000, Currency: "KRW"}, OrderName: "Other", SuccessURL: app.Orders.SuccessURL, FailURL: app.Orders.FailURL})}, "pay", sandbox.ScenarioWebhookNever)
+	strange := app.payAtSandbox(t, c, orderAnswer{CheckoutURL: app.Checkout.PG.CheckoutURL(boxoffice.CheckoutRequest{OrderID: "not-our-order", Amount: boxoffice.Money{Amount: 1000, Currency: "KRW"}, OrderName: "Other", SuccessURL: app.Checkout.SuccessURL, FailURL: app.Checkout.FailURL})}, "pay", sandbox.ScenarioWebhookNever)
 	su, _ := url.Parse(strange)
 
 	event := func(key, orderID string) string {
@@ -532,7 +532,7 @@ func TestTossCheckoutPage(t *testing.T) {
 	want := map[string]string{
 		"data-client-key": clientKey, "data-customer-key": boxoffice.CustomerKey(secret, acct.ID),
 		"data-order-id": o.OrderID, "data-amount": fmt.Sprint(o.Amount), "data-currency": o.Currency,
-		"data-success-url": app.Orders.SuccessURL, "data-fail-url": app.Orders.FailURL,
+		"data-success-url": app.Checkout.SuccessURL, "data-fail-url": app.Checkout.FailURL,
 		"data-customer-email": acct.Email, "data-customer-name": acct.Name,
 	}
 	for attr, v := range want {

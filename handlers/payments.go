@@ -44,7 +44,7 @@ func (s *Server) handleCheckout(c echo.Context) error {
 	}
 	a := boxoffice.AccountFromContext(c.Request().Context())
 	return render(c, http.StatusOK, views.TossCheckoutPage(views.TossCheckout{
-		Order: o, Request: s.Orders.CheckoutRequest(o), ClientKey: s.PGClientKey,
+		Order: o, Request: s.Checkout.CheckoutRequest(o), ClientKey: s.PGClientKey,
 		CustomerKey: boxoffice.CustomerKey(s.CustomerKeySecret, a.ID), CustomerEmail: a.Email, CustomerName: a.Name,
 	}))
 }
@@ -65,7 +65,7 @@ func (s *Server) handlePaymentSuccess(c echo.Context) error {
 	if err != nil || amount <= 0 || !boxoffice.ValidOrderID(orderID) || !boxoffice.ValidPaymentKey(paymentKey) {
 		return errBadPaymentLink
 	}
-	conf, err := s.Orders.Confirm(c.Request().Context(), orderID, paymentKey, &amount)
+	conf, err := s.Checkout.Confirm(c.Request().Context(), orderID, paymentKey, &amount)
 	if boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
 		s.Logger.Warn("payment redirect: not settled yet", "order_id", orderID, "payment_key", paymentKey, "err", err)
 	} else if err != nil {
@@ -106,7 +106,7 @@ func (s *Server) handlePaymentFail(c echo.Context) error {
 // handleWebhook handles POST /payments/webhook, the PG's
 // PAYMENT_STATUS_CHANGED webhook. The body only names the payment: it is
 // looked up at the PG with the secret key and confirmed from that answer
-// (OrderService.ConfirmWebhook). Answers: 200 {"order_id", "status",
+// (CheckoutService.ConfirmWebhook). Answers: 200 {"order_id", "status",
 // "outcome"} once handled, repeats included (and {"ignored": true} for a
 // payment of an order that is not ours, which no retry can change); for a
 // payment the PG reports CANCELED or PARTIAL_CANCELED, its refunds are
@@ -131,7 +131,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	} else if err != nil {
 		return err
 	}
-	conf, err := s.Orders.ConfirmWebhook(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
+	conf, err := s.Checkout.ConfirmWebhook(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
 	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
 		s.Logger.Warn("webhook for an order that is not ours", "order_id", ev.Data.OrderID, "payment_key", ev.Data.PaymentKey)
 		return c.JSON(http.StatusOK, map[string]any{"ignored": true})

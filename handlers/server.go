@@ -107,14 +107,16 @@ type Server struct {
 	// views.Langs; DEFAULT_LANG): views.Korean when "".
 	DefaultLang string
 
-	// Checkout and payments.
-	Orders boxoffice.OrderService
+	// Checkout and payments: Orders creates and finds orders, Checkout
+	// (package checkout) takes their payments at the PG.
+	Orders   boxoffice.OrderService
+	Checkout boxoffice.CheckoutService
 	// Desk is the order desk's search and export (issue 16).
 	Desk boxoffice.OrderDesk
 	// Audit reads the audit log of every admin action (issue 16).
 	Audit boxoffice.AuditLog
 	// Refunds is the order desk's refunds (issue 16), and the refunds the
-	// PG's webhooks report.
+	// PG's webhooks report (package checkout).
 	Refunds boxoffice.RefundService
 	// Blocks is the seats admins hold back from the sale (issue 16).
 	Blocks boxoffice.BlockService

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -41,16 +42,16 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 		rounds, rivals = 40, 600
 	}
 	const seats = 3
-	env := newCheckoutEnv(t, rounds*seats)
+	env := checkouttest.New(t, rounds*seats)
 	ctx := context.Background()
 	ev := env.Event
 	ended := map[string]int{} // attack and order status -> rounds
 	for round := range rounds {
 		labels := ev.Labels[round*seats : (round+1)*seats]
-		o := env.order(t, env.account(t), labels...)
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-		env.expire(t)
-		if mine, _ := env.myHolds(t, o.AccountID); len(mine) != 0 {
+		o := env.Order(t, env.Account(t), labels...)
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		env.Expire(t)
+		if mine, _ := env.MyHolds(t, o.AccountID); len(mine) != 0 {
 			t.Fatalf("round %d: the buyer still holds %v after the expiry", round, mine)
 		}
 
@@ -98,7 +99,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 			go func() {
 				defer close(done)
 				defer close(confirmed)
-				c, err = env.redirect(o.ID, key, amount)
+				c, err = env.Redirect(o.ID, key, amount)
 			}()
 			waitForLockWait(t, env)
 			delay := rivalDelays[round/2%len(rivalDelays)]
@@ -124,7 +125,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 				}
 				tries.Wait()
 			})
-			c, err = env.redirect(o.ID, key, amount)
+			c, err = env.Redirect(o.ID, key, amount)
 			close(confirmed)
 			rivalsDone.Wait()
 			store.SetBeforeCommit(env.Orders, nil)
@@ -133,7 +134,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 			t.Fatalf("round %d (%s): confirm: %v", round, attack, err)
 		}
 
-		got := env.findOrder(t, o.ID)
+		got := env.FindOrder(t, o.ID)
 		ended[attack+" "+string(got.Status)]++
 		if c.Order.Status != got.Status {
 			t.Errorf("round %d (%s): the confirmation answered %s, the order is %s", round, attack, c.Order.Status, got.Status)
@@ -141,7 +142,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 		switch got.Status {
 		case boxoffice.OrderConfirmed:
 		case boxoffice.OrderRefunded:
-			wantOrder(t, got, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+			checkouttest.WantOrder(t, got, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
 			if attack == "commit" {
 				t.Errorf("round %d (commit): refunded although no rival had started before the claim", round)
 			}
@@ -149,16 +150,16 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 			t.Fatalf("round %d (%s): order %s, want CONFIRMED or REFUNDED", round, attack, got.Status)
 		}
 		for _, seat := range labels {
-			sold := env.count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1 AND seat_label = $2 AND order_id = $3`,
+			sold := env.Count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1 AND seat_label = $2 AND order_id = $3`,
 				ev.ID, seat, o.ID) == 1
 			holders := won[seat]
 			switch {
 			case sold && len(holders) == 0:
-				if lock := env.lockOf(t, seat); lock != "" {
+				if lock := lockOf(env, t, seat); lock != "" {
 					t.Errorf("round %d (%s): seat %s sold, still held by %s in Redis", round, attack, seat, lock)
 				}
 			case !sold && len(holders) == 1:
-				if lock := env.lockOf(t, seat); lock != acctID(holders[0]) {
+				if lock := lockOf(env, t, seat); lock != acctID(holders[0]) {
 					t.Errorf("round %d (%s): seat %s held by rival %d, its lock says %q", round, attack, seat, holders[0], lock)
 				}
 			default:
@@ -171,7 +172,7 @@ func TestChaos_ConfirmAgainstRivalHolds(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds of %d rivals for %d seats: %v", rounds, rivals, seats, ended)
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // rivalDelays are how long after the confirmation may go on the rivals of
@@ -184,7 +185,7 @@ var rivalDelays = []time.Duration{0, 1500 * time.Microsecond, 3 * time.Milliseco
 // lockPurchases holds the account's purchase_count row FOR UPDATE in a
 // transaction of the test, so that a confirmation for the account waits,
 // until the returned function (or the test's end) ends it.
-func lockPurchases(tb testing.TB, env *checkoutEnv, accountID int64) func() {
+func lockPurchases(tb testing.TB, env *checkouttest.Env, accountID int64) func() {
 	tb.Helper()
 	ctx := context.Background()
 	tx, err := env.DB.Pool.Begin(ctx)
@@ -203,10 +204,10 @@ func lockPurchases(tb testing.TB, env *checkoutEnv, accountID int64) func() {
 
 // waitForLockWait waits until a session of the env's database waits on a
 // lock (for 30 s at most).
-func waitForLockWait(tb testing.TB, env *checkoutEnv) {
+func waitForLockWait(tb testing.TB, env *checkouttest.Env) {
 	tb.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if env.count(tb, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
+		if env.Count(tb, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) > 0 {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -216,7 +217,7 @@ func waitForLockWait(tb testing.TB, env *checkoutEnv) {
 }
 
 // lockOf returns the account id in a seat's hold key, or "" without one.
-func (env *checkoutEnv) lockOf(tb testing.TB, label string) string {
+func lockOf(env *checkouttest.Env, tb testing.TB, label string) string {
 	tb.Helper()
 	v, err := env.R.Client.Get(context.Background(), env.R.Key("seat:lock:{%d}:%s", env.Event.ID, label)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -266,14 +267,14 @@ func (h *redisDown) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 // refused after the claim has ended too.
 func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 10)
+	env := checkouttest.New(t, 10)
 	ctx := context.Background()
 	ev := env.Event
 	seats := []string{ev.R[0], ev.R[1]}
-	o := env.order(t, env.account(t), seats...)
-	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-	env.expire(t)
-	rival := env.account(t)
+	o := env.Order(t, env.Account(t), seats...)
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	env.Expire(t)
+	rival := env.Account(t)
 	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
 	tryHold := func(labels ...string) error {
 		_, err := env.Holds.Hold(ctx, req, labels)
@@ -286,9 +287,9 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	down := &redisDown{}
 	env.R.Client.AddHook(down)
 	store.SetBeforeCommit(env.Orders, func(string, string) { down.on.Store(true) })
-	c := env.mustRedirect(t, o.ID, key, amount)
+	c := env.MustRedirect(t, o.ID, key, amount)
 	down.on.Store(false)
-	wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+	checkouttest.WantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
 	soldKey := env.R.Key("sold:{%d}", ev.ID)
 	if n, err := env.R.Client.SMIsMember(ctx, soldKey, seats[0], seats[1]).Result(); err != nil || slices.Contains(n, true) {
 		t.Fatalf("sold:{e} has the seats (%v, %v): MarkSold did not fail", n, err)
@@ -296,7 +297,7 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 
 	for _, seat := range seats {
 		wantError(t, tryHold(seat), boxoffice.ESEATTAKEN)
-		if lock := env.lockOf(t, seat); lock != acctID(o.AccountID) {
+		if lock := lockOf(env, t, seat); lock != acctID(o.AccountID) {
 			t.Errorf("lock of %s = %q, want the buyer %d", seat, lock, o.AccountID)
 		}
 	}
@@ -313,7 +314,7 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 			t.Errorf("seat %s shows %s to others and %s to the buyer, want held and mine", seat, others.Status(seat), buyers.Status(seat))
 		}
 	}
-	if mine, _ := env.myHolds(t, o.AccountID); !slices.Equal(mine, seats) {
+	if mine, _ := env.MyHolds(t, o.AccountID); !slices.Equal(mine, seats) {
 		t.Errorf("the buyer's holds %v, want %v", mine, seats)
 	}
 	// A load that read PostgreSQL before the commit (and so misses the sale)
@@ -343,7 +344,7 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	for _, seat := range seats {
 		wantError(t, tryHold(seat), boxoffice.ESEATTAKEN)
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // As TestOrders_Confirm_MarkSoldFails, MarkSold fails after the commit;
@@ -354,18 +355,18 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 // again, the cache has the sale.
 func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 10)
+	env := checkouttest.New(t, 10)
 	ctx := context.Background()
 	ev := env.Event
 	seats := []string{ev.R[0], ev.R[1]}
-	o := env.order(t, env.account(t), seats...)
-	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-	env.expire(t)
+	o := env.Order(t, env.Account(t), seats...)
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	env.Expire(t)
 	other, err := store.NewHolds(env.DB, env.R, nil) // the instance that loses PostgreSQL
 	if err != nil {
 		t.Fatal(err)
 	}
-	rival := env.account(t)
+	rival := env.Account(t)
 	tryHold := func(labels ...string) error {
 		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
 		_, err := other.Hold(ctx, req, labels)
@@ -378,9 +379,9 @@ func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 	down := &redisDown{}
 	env.R.Client.AddHook(down)
 	store.SetBeforeCommit(env.Orders, func(string, string) { down.on.Store(true) })
-	c := env.mustRedirect(t, o.ID, key, amount)
+	c := env.MustRedirect(t, o.ID, key, amount)
 	down.on.Store(false)
-	wantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+	checkouttest.WantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
 	soldKey := env.R.Key("sold:{%d}", ev.ID)
 	if n, err := env.R.Client.SMIsMember(ctx, soldKey, seats[0], seats[1]).Result(); err != nil || slices.Contains(n, true) {
 		t.Fatalf("sold:{e} has the seats (%v, %v): MarkSold did not fail", n, err)
@@ -416,7 +417,7 @@ func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 	if n, err := env.R.Client.SMIsMember(ctx, soldKey, seats[0], seats[1]).Result(); err != nil || slices.Contains(n, false) {
 		t.Errorf("sold:{e} has the seats %v (%v) once PostgreSQL is back, want both", n, err)
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // A payment in time for an order one of whose seats the buyer let go and
@@ -427,39 +428,39 @@ func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 // keeps its own hold as it was.
 func TestOrders_Confirm_RefundEndsClaim(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 10)
+	env := checkouttest.New(t, 10)
 	ctx := context.Background()
 	ev := env.Event
-	buyer := env.account(t)
-	o := env.order(t, buyer, ev.R[0], ev.R[1], ev.R[2])
-	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
+	buyer := env.Account(t)
+	o := env.Order(t, buyer, ev.R[0], ev.R[1], ev.R[2])
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 	for _, seat := range ev.R[1:3] {
 		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, seat); err != nil {
 			t.Fatal(err)
 		}
 	}
-	other := env.order(t, env.account(t), ev.R[1])
-	k2, a2 := env.pay(t, other, sandbox.ScenarioWebhookNever)
-	wantOrder(t, env.mustRedirect(t, other.ID, k2, a2).Order, boxoffice.OrderConfirmed, "")
+	other := env.Order(t, env.Account(t), ev.R[1])
+	k2, a2 := env.Pay(t, other, sandbox.ScenarioWebhookNever)
+	checkouttest.WantOrder(t, env.MustRedirect(t, other.ID, k2, a2).Order, boxoffice.OrderConfirmed, "")
 	ownKey := env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.R[0])
 	kept, err := env.R.Client.PExpireTime(ctx, ownKey).Result()
 	if err != nil || kept <= 0 {
 		t.Fatalf("the buyer's hold of %s expires at %v (%v), want a time", ev.R[0], kept, err)
 	}
 
-	c := env.mustRedirect(t, o.ID, key, amount)
-	wantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
-	if lock := env.lockOf(t, ev.R[2]); lock != "" {
+	c := env.MustRedirect(t, o.ID, key, amount)
+	checkouttest.WantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+	if lock := lockOf(env, t, ev.R[2]); lock != "" {
 		t.Errorf("seat %s sold to nobody still held by %q after the refund, want free", ev.R[2], lock)
 	}
-	rival := boxoffice.HoldRequest{EventID: ev.ID, AccountID: env.account(t), Limit: limit, TTL: holdTTL}
+	rival := boxoffice.HoldRequest{EventID: ev.ID, AccountID: env.Account(t), Limit: limit, TTL: holdTTL}
 	if _, err := env.Holds.Hold(ctx, rival, []string{ev.R[2]}); err != nil {
 		t.Errorf("another account holds %s after the refund: %v, want it held", ev.R[2], err)
 	}
-	mine, _ := env.myHolds(t, buyer)
+	mine, _ := env.MyHolds(t, buyer)
 	expires, err := env.R.Client.PExpireTime(ctx, ownKey).Result()
 	if !slices.Equal(mine, []string{ev.R[0]}) || err != nil || expires != kept {
 		t.Errorf("the buyer's holds %v, %s expiring at %v (%v); want %v, expiring at %v as before", mine, ev.R[0], expires, err, ev.R[:1], kept)
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }

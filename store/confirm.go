@@ -38,160 +38,32 @@ type TicketOfEvent struct {
 	Seat string `json:"seat"`
 }
 
-// errPGUnavailable is the answer while the PG does not answer (or answers
-// that it cannot say yet): the caller retries later, and meanwhile the
-// reconciler does.
-var errPGUnavailable = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable_settle")
-
-// errPGRefused is the PG's final refusal of a look-up that should work (such
-// as INVALID_API_KEY or UNAUTHORIZED_KEY: a misconfigured deployment): the
-// buyer reads that the order waits, never a 500 page, the operator the PG's
-// answer in the log, and the webhook and the reconciler try again.
-var errPGRefused = boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_refused")
-
-// Confirm is the one confirmation routine: the PG's success redirect, its
-// webhook (ConfirmWebhook) and the reconciler (Reconcile) all call it, any
-// number of times and concurrently, and one payment is counted once:
-//
-//  1. redirectAmount (the success redirect's amount, nil for the others) is
-//     compared with the order's own amount before anything else: if it
-//     differs, the PG is not asked, the order becomes FAILED
-//     (amount_mismatch) unless it is past that, and Outcome is "".
-//  2. A payment already recorded returns its recorded result (a pending
-//     refund is tried again first), except a rejected one, which is looked
-//     up again: if the PG has confirmed it since (another caller's confirm
-//     was under way), it is refunded.
-//  3. The PG is asked: a payable order's payment is confirmed (Toss's
-//     confirm with the order's own amount; its Idempotency-Key makes repeats
-//     harmless), then the payment is looked up and only that answer counts,
-//     never an amount from the browser or a webhook body.
-//  4. A payment the PG reports DONE for exactly the order's amount in the
-//     order's currency goes through one transaction (see confirmPayment): it
-//     is confirmed, or recorded refund_pending and then cancelled at the PG
-//     (refunded) when the seats were taken, the account's limit would be
-//     passed, the order was paid by another payment or had failed. One DONE
-//     for another amount or currency fails the order (amount_mismatch) and is
-//     refunded. A payment that was never confirmed is recorded rejected (its
-//     amount or currency differs: the order fails; the card was refused: the
-//     order stays payable).
-//
-// Errors (nothing changed): ENOTFOUND for an unknown order; EBADREQUEST for a
-// malformed or unknown payment key, or a payment of another order;
-// EUNAVAILABLE while the PG does not answer or cannot tell yet; others when
-// PostgreSQL or Redis fail. A committed outcome is never an error: a refund
-// the PG has not confirmed yet is Outcome refund_pending.
-func (s *Orders) Confirm(ctx context.Context, orderID, paymentKey string, redirectAmount *int64) (*boxoffice.Confirmation, error) {
-	if !boxoffice.ValidPaymentKey(paymentKey) {
-		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
-	}
-	o, err := s.FindOrderByID(ctx, orderID)
-	if err != nil {
-		return nil, err
-	}
-	if redirectAmount != nil && *redirectAmount != o.Amount {
-		return s.failTampered(ctx, o, paymentKey, *redirectAmount)
-	}
-	if c, err := s.recorded(ctx, o, paymentKey); err != nil || c != nil {
-		return c, err
-	}
-	p, confirmErr, err := s.askPG(ctx, o, paymentKey)
-	if err != nil {
-		return nil, err
-	}
-	switch p.Status {
-	case boxoffice.PaymentStatusDone:
-		if p.Total() != o.Total() {
-			return s.refundUnsold(ctx, o, p, boxoffice.ReasonAmountMismatch,
-				fmt.Sprintf("the PG reports %s, the order is %s", p.Total(), o.Total()))
-		}
-		return s.confirmPayment(ctx, o, p)
-	case boxoffice.PaymentStatusCanceled, boxoffice.PaymentStatusPartialCanceled:
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRefunded, "", "", false) // refunded by others
-	case boxoffice.PaymentStatusAborted, boxoffice.PaymentStatusExpired:
-		detail := string(p.Status)
-		if p.Failure != nil {
-			detail = p.Failure.Code + ": " + p.Failure.Message
-		}
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, detail, false)
-	case boxoffice.PaymentStatusWaitingForDeposit:
-		return s.result(ctx, o.ID, paymentKey) // not paid yet: nothing to record
-	}
-	// READY or IN_PROGRESS: authenticated, never confirmed.
-	switch {
-	case p.Total() != o.Total():
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAmountMismatch,
-			fmt.Sprintf("the payment is for %s, the order is %s", p.Total(), o.Total()), true)
-	case o.Status == boxoffice.OrderConfirmed:
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAlreadyPaid, "", false)
-	case !o.Status.CanBecome(boxoffice.OrderConfirmed):
-		return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ClosedReason(o.FailureCode), string(o.Status), false)
-	case confirmErr == nil || boxoffice.IsPGTemporary(confirmErr):
-		return nil, fmt.Errorf("%w (confirm: %v)", errPGUnavailable, confirmErr)
-	}
-	return s.recordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, confirmErr.Error(), false)
-}
-
-// ConfirmWebhook handles a PAYMENT_STATUS_CHANGED webhook that names
-// paymentKey and orderID. Webhooks carry no signature, so it trusts nothing
-// of the body: it looks the payment up at the PG with the secret key and
-// confirms what the PG says (Confirm, without a redirect amount).
-//
-// Errors: EUNAUTHORIZED when the PG does not know the payment or it belongs
-// to another order (a forged or mistaken webhook); EUNAVAILABLE while the PG
-// does not answer; and Confirm's (ENOTFOUND: not one of our orders).
-func (s *Orders) ConfirmWebhook(ctx context.Context, paymentKey, orderID string) (*boxoffice.Confirmation, error) {
-	if !boxoffice.ValidPaymentKey(paymentKey) {
-		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
-	}
-	p, err := s.PG.GetPayment(ctx, paymentKey)
-	switch {
-	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
-		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
-	case boxoffice.IsPGTemporary(err):
-		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
-	case err != nil:
-		return nil, fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
-	case p.OrderID != orderID || p.PaymentKey != paymentKey:
-		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
-	}
-	return s.Confirm(ctx, p.OrderID, p.PaymentKey, nil)
-}
-
-// failTampered moves the order to FAILED (amount_mismatch) because the
-// redirect's amount is not the order's, without a confirm call, unless the
-// order is past that (a confirmed order stays confirmed). The payment is
-// looked up first (GET /v1/payments/{paymentKey}, which moves no money): a
-// redirect whose payment the PG does not know for this order is anyone's
-// forgery and changes nothing (EBADREQUEST; EUNAVAILABLE while the PG does
-// not answer).
-func (s *Orders) failTampered(ctx context.Context, o *boxoffice.Order, paymentKey string, redirectAmount int64) (*boxoffice.Confirmation, error) {
-	p, err := s.PG.GetPayment(ctx, paymentKey)
-	switch {
-	case err != nil && boxoffice.IsPGTemporary(err):
-		return nil, boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
-	case err != nil || p.OrderID != o.ID:
-		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
-	}
-	_, err = s.DB.Pool.Exec(ctx, `
+// FailTampered moves the order to FAILED (amount_mismatch, detail for
+// operators) because the PG's redirect named another amount than the
+// order's, unless the order is past that (a confirmed order stays
+// confirmed), and returns it with no payment (Outcome ""). The caller has
+// made sure the PG knows the payment for this order.
+func (s *Orders) FailTampered(ctx context.Context, orderID, detail string) (*boxoffice.Confirmation, error) {
+	_, err := s.DB.Pool.Exec(ctx, `
 		UPDATE orders SET status = 'FAILED', failure_code = $2, failure_message = $3, updated_at = $4
 		WHERE id = $1 AND status = ANY($5)`,
-		o.ID, boxoffice.ReasonAmountMismatch, fmt.Sprintf("the redirect says %d, the order is %d", redirectAmount, o.Amount),
-		s.DB.Now(), boxoffice.OrderStatusesBefore(boxoffice.OrderFailed))
+		orderID, boxoffice.ReasonAmountMismatch, detail, s.DB.Now(), boxoffice.OrderStatusesBefore(boxoffice.OrderFailed))
 	if err != nil {
-		return nil, fmt.Errorf("fail order %s: %w", o.ID, err)
+		return nil, fmt.Errorf("fail order %s: %w", orderID, err)
 	}
-	o, err = s.FindOrderByID(ctx, o.ID)
+	o, err := s.FindOrderByID(ctx, orderID)
 	if err != nil {
 		return nil, err
 	}
 	return &boxoffice.Confirmation{Order: o}, nil
 }
 
-// recorded returns the recorded result of the payment (see settle), nil if
-// it has none or it was rejected: a rejected payment is looked up again,
-// since a confirm under way when it was rejected may have moved its money
-// since. Errors: EBADREQUEST for another order's payment.
-func (s *Orders) recorded(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Confirmation, error) {
+// Recorded returns the recorded result of the payment (see Result), nil if
+// it has none or it was rejected: a rejected payment must be looked up
+// again, since a confirm under way when it was rejected may have moved its
+// money since. A result with Outcome refund_pending still needs its refund
+// at the PG. Errors: EBADREQUEST for another order's payment.
+func (s *Orders) Recorded(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Confirmation, error) {
 	var orderID string
 	var outcome boxoffice.PaymentOutcome
 	err := s.DB.Pool.QueryRow(ctx, `SELECT order_id, outcome FROM payment WHERE payment_key = $1`, paymentKey).
@@ -206,45 +78,7 @@ func (s *Orders) recorded(ctx context.Context, o *boxoffice.Order, paymentKey st
 	case outcome == boxoffice.PaymentRejected:
 		return nil, nil
 	}
-	return s.settle(ctx, o.ID, paymentKey)
-}
-
-// settle returns the recorded result of the payment, after trying its
-// refund again if it is still refund_pending.
-func (s *Orders) settle(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
-	c, err := s.result(ctx, orderID, paymentKey)
-	if err != nil || c.Outcome != boxoffice.PaymentRefundPending {
-		return c, err
-	}
-	if err := s.refund(ctx, paymentKey, c.Reason); err != nil {
-		return nil, err
-	}
-	return s.result(ctx, orderID, paymentKey)
-}
-
-// askPG confirms the payment at the PG if the order may still be paid, then
-// looks it up. It returns the PG's payment and the confirm's error (nil if
-// it succeeded or was not tried). Errors: EBADREQUEST (unknown payment, or
-// another order's); EUNAVAILABLE (the PG does not answer).
-func (s *Orders) askPG(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Payment, error, error) {
-	var confirmErr error
-	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
-		// The answer may be a replay (the Idempotency-Key), stale or an
-		// error: the look-up below decides.
-		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Total())
-	}
-	p, err := s.PG.GetPayment(ctx, paymentKey)
-	switch {
-	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
-		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_no_payment")
-	case boxoffice.IsPGTemporary(err):
-		return nil, nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
-	case err != nil:
-		return nil, nil, fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
-	case p.OrderID != o.ID || p.PaymentKey != paymentKey:
-		return nil, nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
-	}
-	return p, confirmErr, nil
+	return s.Result(ctx, o.ID, paymentKey)
 }
 
 // insertPayment records the PG's payment for the order with an outcome, and
@@ -336,12 +170,13 @@ func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *
 	return inserted, tickets, status, limit, nil
 }
 
-// recordUnconfirmed records a payment that sells nothing and needs no
+// RecordUnconfirmed records a payment that sells nothing and needs no
 // refund (rejected: never confirmed; refunded: cancelled at the PG by
 // others). failOrder moves the order to FAILED with the reason; a payment
 // that failed at the PG (payment_failed) leaves a payable order payable and
-// notes why on it.
-func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
+// notes why on it. A payment recorded already keeps its record. It returns
+// the result as Result does.
+func (s *Orders) RecordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		inserted, err := insertPayment(ctx, tx, o.ID, p, outcome, reason, now)
@@ -368,13 +203,14 @@ func (s *Orders) recordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *b
 	if err != nil {
 		return nil, err
 	}
-	return s.result(ctx, o.ID, p.PaymentKey)
+	return s.Result(ctx, o.ID, p.PaymentKey)
 }
 
-// refundUnsold records a DONE payment that sells nothing as refund_pending
-// (failing a payable order, which cannot be paid by it), then cancels it at
-// the PG.
-func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
+// RecordUnsold records a DONE payment that sells nothing as refund_pending
+// (failing a payable order, which cannot be paid by it) and returns the
+// result as Result does; the caller then cancels the payment at the PG
+// (RecordRefunded once it did).
+func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	var inserted bool
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
@@ -391,11 +227,11 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 	if err != nil {
 		return nil, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 	}
-	return s.settle(ctx, o.ID, p.PaymentKey)
+	return s.Result(ctx, o.ID, p.PaymentKey)
 }
 
-// confirmPayment settles a payment the PG reports DONE for exactly the
-// order's amount, in three steps, so that no row lock is held across a call
+// ConfirmPayment settles a payment the PG reports DONE for exactly the
+// order's amount (minor units of its currency), in three steps, so that no row lock is held across a call
 // to Redis:
 //
 //  1. Before the transaction, the claim: if the order may still be paid (as
@@ -434,12 +270,16 @@ func (s *Orders) refundUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     sold, the holds that the claim took (seats no hold of the buyer
 //     covered) end at once, so that seats sold to nobody are free again,
 //     while the buyer's own holds stay. Failures of these are only logged
-//     (the claim expires by itself). Then a refund is asked of the PG.
+//     (the claim expires by itself).
+//
+// It returns the result as Result does: when nothing was sold, Outcome is
+// refund_pending and the caller cancels the payment at the PG
+// (RecordRefunded once it did).
 //
 // A transaction that fails leaves its claim to expire by itself: the payment
 // is DONE at the PG and a retry (the webhook, the reconciler) settles it,
 // claiming again, and a failed commit may have committed.
-func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment) (*boxoffice.Confirmation, error) {
+func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment) (*boxoffice.Confirmation, error) {
 	labels := o.Seats()
 	var claimed, taken []string
 	claim := o.Status.CanBecome(boxoffice.OrderConfirmed)
@@ -515,7 +355,7 @@ func (s *Orders) confirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			s.logger().Warn("release the seats claimed for a payment that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
 		}
 	}
-	return s.settle(ctx, o.ID, p.PaymentKey)
+	return s.Result(ctx, o.ID, p.PaymentKey)
 }
 
 // soldBy reports whether the payment, recorded by another call, sold the
@@ -662,24 +502,10 @@ func newTicketID() pgtype.UUID {
 	return u
 }
 
-// refund cancels a refund_pending payment at the PG (Idempotency-Key
-// cancel:<paymentKey>: repeats refund once) and records it refunded. While
-// the PG does not answer, or refuses, the payment stays refund_pending, for
-// Reconcile to try again and FindStuckOrders to show; that is not an error.
-func (s *Orders) refund(ctx context.Context, paymentKey, reason string) error {
-	_, err := s.PG.Cancel(ctx, paymentKey, boxoffice.CancelRequest{Reason: "boxoffice: " + reason})
-	if err != nil && !boxoffice.IsPGCode(err, boxoffice.PGAlreadyCanceledPayment) {
-		if boxoffice.IsPGTemporary(err) {
-			s.logger().Warn("refund: the PG did not answer; the reconciler tries again", "payment_key", paymentKey, "err", err)
-			return nil
-		}
-		p, gerr := s.PG.GetPayment(ctx, paymentKey)
-		if gerr != nil || (p.Status != boxoffice.PaymentStatusCanceled && p.Status != boxoffice.PaymentStatusPartialCanceled) {
-			s.logger().Error("refund refused by the PG; the payment stays refund_pending", "payment_key", paymentKey, "err", err)
-			return nil
-		}
-	}
-	_, err = s.DB.Pool.Exec(ctx, `UPDATE payment SET outcome = 'refunded', status = $2, updated_at = $3
+// RecordRefunded records a refund_pending payment refunded, once the PG
+// cancelled it; any other record stays as it is.
+func (s *Orders) RecordRefunded(ctx context.Context, paymentKey string) error {
+	_, err := s.DB.Pool.Exec(ctx, `UPDATE payment SET outcome = 'refunded', status = $2, updated_at = $3
 		WHERE payment_key = $1 AND outcome = 'refund_pending'`, paymentKey, boxoffice.PaymentStatusCanceled, s.DB.Now())
 	if err != nil {
 		return fmt.Errorf("record refund of %s: %w", paymentKey, err)
@@ -687,9 +513,10 @@ func (s *Orders) refund(ctx context.Context, paymentKey, reason string) error {
 	return nil
 }
 
-// result reads the order and the payment's recorded outcome, as every
-// caller for that payment sees them.
-func (s *Orders) result(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
+// Result reads the order and the payment's recorded outcome and reason, as
+// every caller for that payment sees them (Outcome "" when the payment is not
+// recorded for the order). Errors: ENOTFOUND for an unknown order.
+func (s *Orders) Result(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
 	o, err := s.FindOrderByID(ctx, orderID)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
@@ -13,15 +14,15 @@ import (
 // and seat; order creation and payment at the PG are set up first, outside
 // the timer. Run it with a fixed count, such as -benchtime=300x.
 func BenchmarkOrders_Confirm(b *testing.B) {
-	env := newCheckoutEnv(b, b.N)
+	env := checkouttest.New(b, b.N)
 	type paid struct {
 		orderID, key string
 		amount       int64
 	}
 	orders := make([]paid, b.N)
 	for i := range orders {
-		o := env.order(b, env.account(b), env.Event.Labels[i])
-		key, amount := env.pay(b, o, sandbox.ScenarioWebhookNever)
+		o := env.Order(b, env.Account(b), env.Event.Labels[i])
+		key, amount := env.Pay(b, o, sandbox.ScenarioWebhookNever)
 		orders[i] = paid{o.ID, key, amount}
 	}
 	work := make(chan paid)
@@ -30,7 +31,7 @@ func BenchmarkOrders_Confirm(b *testing.B) {
 	for range 16 {
 		wg.Go(func() {
 			for p := range work {
-				if _, err := env.redirect(p.orderID, p.key, p.amount); err != nil {
+				if _, err := env.Redirect(p.orderID, p.key, p.amount); err != nil {
 					b.Error(err)
 				}
 			}
@@ -43,5 +44,5 @@ func BenchmarkOrders_Confirm(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "confirms/s")
-	env.checkInvariants(b)
+	env.CheckInvariants(b)
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -20,7 +21,7 @@ import (
 // transaction id (it wrote a row or locked one) and records the command if
 // so. Only meaningful while one confirmation runs at a time.
 type lockWatch struct {
-	env        *checkoutEnv
+	env        *checkouttest.Env
 	on         atomic.Bool
 	mu         sync.Mutex
 	violations []string
@@ -66,36 +67,36 @@ func (w *lockWatch) check(name string) {
 // refusal), each confirmed alone so that the only transaction is its own.
 func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 8)
+	env := checkouttest.New(t, 8)
 	ctx := context.Background()
 	ev := env.Event
 	watch := &lockWatch{env: env}
 	env.R.Client.AddHook(watch)
 
-	buyer := env.account(t)
-	o := env.order(t, buyer, ev.R[0], ev.R[1])
-	k1, a1 := env.pay(t, o, sandbox.ScenarioWebhookNever)
-	k2, a2 := env.pay(t, o, sandbox.ScenarioWebhookNever)
+	buyer := env.Account(t)
+	o := env.Order(t, buyer, ev.R[0], ev.R[1])
+	k1, a1 := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	k2, a2 := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 
-	other := env.account(t)
-	o2 := env.order(t, other, ev.S[0])
-	k3, a3 := env.pay(t, o2, sandbox.ScenarioWebhookNever)
+	other := env.Account(t)
+	o2 := env.Order(t, other, ev.S[0])
+	k3, a3 := env.Pay(t, o2, sandbox.ScenarioWebhookNever)
 	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: other}, ev.S[0]); err != nil {
 		t.Fatal(err)
 	}
-	rival := env.account(t)
+	rival := env.Account(t)
 	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}
 	if _, err := env.Holds.Hold(ctx, req, []string{ev.S[0]}); err != nil {
 		t.Fatal(err)
 	}
 
 	watch.on.Store(true)
-	wantOrder(t, env.mustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
-	wantOrder(t, env.mustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
-	if c := env.mustRedirect(t, o.ID, k2, a2); c.Reason != boxoffice.ReasonAlreadyPaid {
+	checkouttest.WantOrder(t, env.MustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
+	checkouttest.WantOrder(t, env.MustRedirect(t, o.ID, k1, a1).Order, boxoffice.OrderConfirmed, "")
+	if c := env.MustRedirect(t, o.ID, k2, a2); c.Reason != boxoffice.ReasonAlreadyPaid {
 		t.Errorf("second payment: %q (%s), want already_paid", c.Outcome, c.Reason)
 	}
-	wantOrder(t, env.mustRedirect(t, o2.ID, k3, a3).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+	checkouttest.WantOrder(t, env.MustRedirect(t, o2.ID, k3, a3).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
 	watch.on.Store(false)
 
 	watch.mu.Lock()
@@ -103,7 +104,7 @@ func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
 	if len(watch.violations) > 0 {
 		t.Errorf("Redis commands sent while a transaction held locks: %v", watch.violations)
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // slowLookUp is a PG whose look-ups, once answered, wait until release is
@@ -132,7 +133,7 @@ func (g *slowLookUp) GetPayment(ctx context.Context, paymentKey string) (*boxoff
 // minutes.
 func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 8)
+	env := checkouttest.New(t, 8)
 	ctx := context.Background()
 	ev := env.Event
 	hold := func(t *testing.T, acct int64, label string) bool {
@@ -147,7 +148,7 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 		slow := &slowLookUp{Client: env.PG, entered: make(chan struct{}, 1), release: make(chan struct{})}
 		done := make(chan *boxoffice.Confirmation, 1)
 		go func() {
-			c, err := env.newOrders(slow).Confirm(ctx, o.ID, key, nil)
+			c, err := env.NewService(env.Orders, slow).Confirm(ctx, o.ID, key, nil)
 			if err != nil {
 				t.Errorf("late repeat: %v", err)
 			}
@@ -161,48 +162,48 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 	}
 
 	t.Run("AfterASale", func(t *testing.T) {
-		buyer := env.account(t)
-		o := env.order(t, buyer, ev.R[0], ev.R[1])
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
+		buyer := env.Account(t)
+		o := env.Order(t, buyer, ev.R[0], ev.R[1])
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 		finish := lateRepeat(t, o, key)
-		first := env.mustRedirect(t, o.ID, key, amount)
-		wantOrder(t, first.Order, boxoffice.OrderConfirmed, "")
-		if c := finish(); c != nil && !slices.Equal(ticketIDs(c.Order), ticketIDs(first.Order)) {
-			t.Errorf("late repeat saw tickets %v, want %v", ticketIDs(c.Order), ticketIDs(first.Order))
+		first := env.MustRedirect(t, o.ID, key, amount)
+		checkouttest.WantOrder(t, first.Order, boxoffice.OrderConfirmed, "")
+		if c := finish(); c != nil && !slices.Equal(checkouttest.TicketIDs(c.Order), checkouttest.TicketIDs(first.Order)) {
+			t.Errorf("late repeat saw tickets %v, want %v", checkouttest.TicketIDs(c.Order), checkouttest.TicketIDs(first.Order))
 		}
-		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+		if labels, _ := env.MyHolds(t, buyer); len(labels) != 0 {
 			t.Errorf("the buyer still holds %v after the sale, want nothing", labels)
 		}
-		if hold(t, env.account(t), ev.R[0]) {
+		if hold(t, env.Account(t), ev.R[0]) {
 			t.Errorf("a rival holds sold seat %s", ev.R[0])
 		}
 	})
 
 	t.Run("AfterARefund", func(t *testing.T) {
-		buyer := env.account(t)
-		o := env.order(t, buyer, ev.S[0])
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
+		buyer := env.Account(t)
+		o := env.Order(t, buyer, ev.S[0])
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.S[0]); err != nil {
 			t.Fatal(err)
 		}
-		rival := env.account(t)
+		rival := env.Account(t)
 		if !hold(t, rival, ev.S[0]) {
 			t.Fatalf("the rival could not hold %s", ev.S[0])
 		}
 		finish := lateRepeat(t, o, key)
-		wantOrder(t, env.mustRedirect(t, o.ID, key, amount).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+		checkouttest.WantOrder(t, env.MustRedirect(t, o.ID, key, amount).Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
 		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival}, ev.S[0]); err != nil {
 			t.Fatal(err)
 		}
 		finish() // claims the seat the rival let go, finds the payment refunded
-		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+		if labels, _ := env.MyHolds(t, buyer); len(labels) != 0 {
 			t.Errorf("the buyer holds %v after the refund, want nothing", labels)
 		}
-		if !hold(t, env.account(t), ev.S[0]) {
+		if !hold(t, env.Account(t), ev.S[0]) {
 			t.Errorf("seat %s is not free after the refund: the late repeat's claim kept it", ev.S[0])
 		}
 	})
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // Many rounds of one payment confirmed by a hundred callers at once
@@ -212,18 +213,18 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 // the buyer is left holding nothing.
 func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 40)
+	env := checkouttest.New(t, 40)
 	ctx := context.Background()
 	ev := env.Event
 	rivals := make([]int64, 8)
 	for i := range rivals {
-		rivals[i] = env.account(t)
+		rivals[i] = env.Account(t)
 	}
 	for round := range 8 {
-		buyer := env.account(t)
+		buyer := env.Account(t)
 		seats := []string{ev.Labels[2*round], ev.Labels[2*round+1]}
-		o := env.order(t, buyer, seats...)
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
+		o := env.Order(t, buyer, seats...)
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 		var rivalHeld atomic.Int64
 		storetest.AtOnce(100+len(rivals), func(i int) {
 			if i >= 100 {
@@ -237,9 +238,9 @@ func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
 			}
 			var err error
 			if i%2 == 0 {
-				_, err = env.redirect(o.ID, key, amount)
+				_, err = env.Redirect(o.ID, key, amount)
 			} else {
-				_, err = env.Orders.ConfirmWebhook(ctx, key, o.ID)
+				_, err = env.Checkout.ConfirmWebhook(ctx, key, o.ID)
 			}
 			if err != nil {
 				t.Errorf("round %d caller %d: %v", round, i, err)
@@ -248,10 +249,10 @@ func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
 		if n := rivalHeld.Load(); n > 0 {
 			t.Errorf("round %d: rivals held the order's seats %d times", round, n)
 		}
-		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
-		if labels, _ := env.myHolds(t, buyer); len(labels) != 0 {
+		checkouttest.WantOrder(t, env.FindOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+		if labels, _ := env.MyHolds(t, buyer); len(labels) != 0 {
 			t.Errorf("round %d: the buyer still holds %v after the sale", round, labels)
 		}
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
@@ -21,14 +22,14 @@ func TestOrders_ExpireOrders_FencedByOrder(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		// again is what the fan does between the expiry's read and release.
-		again func(t *testing.T, env *checkoutEnv, acct int64, seats []string)
+		again func(t *testing.T, env *checkouttest.Env, acct int64, seats []string)
 	}{
-		{"CheckedOutAgain", func(t *testing.T, env *checkoutEnv, acct int64, seats []string) {
+		{"CheckedOutAgain", func(t *testing.T, env *checkouttest.Env, acct int64, seats []string) {
 			if _, err := env.Orders.CreateOrder(ctx, env.Event.ID, acct); err != nil {
 				t.Errorf("check out again: %v", err)
 			}
 		}},
-		{"HeldAgain", func(t *testing.T, env *checkoutEnv, acct int64, seats []string) {
+		{"HeldAgain", func(t *testing.T, env *checkouttest.Env, acct int64, seats []string) {
 			for _, l := range seats {
 				if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: env.Event.ID, AccountID: acct}, l); err != nil {
 					t.Errorf("release %s: %v", l, err)
@@ -42,11 +43,11 @@ func TestOrders_ExpireOrders_FencedByOrder(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			env := newCheckoutEnv(t, 10)
-			acct := env.account(t)
+			env := checkouttest.New(t, 10)
+			acct := env.Account(t)
 			seats := []string{env.Event.R[0], env.Event.R[1]}
-			old := env.order(t, acct, seats...)
-			env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+			old := env.Order(t, acct, seats...)
+			env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 			store.SetBeforeRelease(env.Orders, func(id string) {
 				if id == old.ID {
 					tt.again(t, env, acct, seats)
@@ -55,7 +56,7 @@ func TestOrders_ExpireOrders_FencedByOrder(t *testing.T) {
 			if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 				t.Fatalf("ExpireOrders: %v", err)
 			}
-			if held, _ := env.myHolds(t, acct); !slices.Equal(held, seats) {
+			if held, _ := env.MyHolds(t, acct); !slices.Equal(held, seats) {
 				t.Errorf("the fan holds %v after the expiry of order %s, want its newer holds %v kept", held, old.ID, seats)
 			}
 		})
@@ -68,23 +69,23 @@ func TestOrders_ExpireOrders_FencedByOrder(t *testing.T) {
 func TestOrders_ExpireOrders_FencedByOrder_Race(t *testing.T) {
 	t.Parallel()
 	const fans, seats, instances, rounds = 150, 2, 3, 4
-	env := newCheckoutEnv(t, fans*seats)
+	env := checkouttest.New(t, fans*seats)
 	ctx := context.Background()
 	ev := env.Event
 	accts := make([]int64, fans)
 	for i := range accts {
-		accts[i] = env.account(t)
+		accts[i] = env.Account(t)
 	}
 	expirers := make([]*store.Orders, instances)
 	for i := range expirers {
-		expirers[i] = env.newOrders(env.gateway())
+		expirers[i] = env.NewOrders()
 	}
 	seatsOf := func(fan int) []string { return slices.Sorted(slices.Values(ev.Labels[fan*seats : (fan+1)*seats])) }
 	for fan := range fans {
-		env.order(t, accts[fan], seatsOf(fan)...)
+		env.Order(t, accts[fan], seatsOf(fan)...)
 	}
 	for round := range rounds {
-		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+		env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 		newOrders := make([]string, fans)
 		storetest.AtOnce(instances+fans, func(i int) {
 			if i < instances {
@@ -113,11 +114,11 @@ func TestOrders_ExpireOrders_FencedByOrder_Race(t *testing.T) {
 			newOrders[fan] = o.ID
 		})
 		for fan := range fans {
-			if held, _ := env.myHolds(t, accts[fan]); !slices.Equal(held, seatsOf(fan)) {
+			if held, _ := env.MyHolds(t, accts[fan]); !slices.Equal(held, seatsOf(fan)) {
 				t.Fatalf("round %d: fan %d holds %v with its new order %s payable, want %v: an old order's expiry ended its newer holds",
 					round, fan, held, newOrders[fan], seatsOf(fan))
 			}
-			if o := env.findOrder(t, newOrders[fan]); o.Status != boxoffice.OrderPendingPayment {
+			if o := env.FindOrder(t, newOrders[fan]); o.Status != boxoffice.OrderPendingPayment {
 				t.Errorf("round %d: fan %d's new order %s is %s, want PENDING_PAYMENT", round, fan, o.ID, o.Status)
 			}
 		}

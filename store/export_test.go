@@ -30,10 +30,6 @@ const LoadTimeout = loadTimeout
 // order and the release of the order's holds.
 func SetBeforeRelease(s *Orders, f func(orderID string)) { s.beforeRelease = f }
 
-// SetAfterReserve makes Refund call f between its reservation's commit and
-// the PG call.
-func SetAfterReserve(s *Refunds, f func(refundID string)) { s.afterReserve = f }
-
 // SearchQuery is the statement SearchOrders runs for a search, and its
 // arguments, for tests that EXPLAIN it.
 var SearchQuery = searchQuery

@@ -97,15 +97,8 @@ func (env holdsEnv) myHolds(tb testing.TB, eventID, acct int64) ([]string, time.
 	return labels, ttl
 }
 
-// wantError fails unless err is a *boxoffice.Error with the code, and returns it.
-func wantError(tb testing.TB, err error, code string) *boxoffice.Error {
-	tb.Helper()
-	var e *boxoffice.Error
-	if !errors.As(err, &e) || e.Code != code {
-		tb.Fatalf("got error %v, want code %s", err, code)
-	}
-	return e
-}
+// wantError is storetest.WantError.
+var wantError = storetest.WantError
 
 func acctID(a int64) string { return fmt.Sprint(a) }
 

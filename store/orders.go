@@ -15,7 +15,7 @@ import (
 
 var _ boxoffice.OrderService = (*Orders)(nil)
 
-// Defaults of the reconciler (Orders.Reconcile).
+// Defaults of the reconciler's choice of orders (Orders.UnsettledOrders).
 const (
 	// DefaultReconcileGrace is how old an order must be before the
 	// reconciler asks the PG about it, so that the buyer's redirect comes first.
@@ -27,30 +27,31 @@ const (
 	// asked about: a payment confirmed at the PG whose commit was lost shows
 	// up within it.
 	DefaultReconcileLookback = time.Hour
-	// reconcileBatch bounds the orders and refunds one Reconcile handles.
+	// reconcileBatch bounds the orders, payments and refunds one look-up of
+	// the reconciler or the refund retry returns.
 	reconcileBatch = 100
 	// expireBatch bounds the orders one ExpireOrders expires.
 	expireBatch = 500
 )
 
 // Orders keeps orders and their payments in PostgreSQL and implements
-// boxoffice.OrderService: checkout (CreateOrder), the one confirmation
-// routine (Confirm, ConfirmWebhook, Reconcile), the expiry of unpaid orders
-// (ExpireOrders) and the look-ups. Set the fields before first use; it is
-// safe for concurrent use by any number of goroutines and instances.
+// boxoffice.OrderService: checkout (CreateOrder), the database's steps of
+// the confirmation (RecordUnconfirmed, RecordUnsold, ConfirmPayment,
+// RecordRefunded, FailTampered, and the reconciler's look-ups), the expiry of
+// unpaid orders (ExpireOrders) and the look-ups. It never talks to the PG:
+// package checkout asks the PG first and then calls one of these steps, each
+// one transaction. Set the fields before first use; it is safe for
+// concurrent use by any number of goroutines and instances.
 type Orders struct {
 	DB    *DB
 	Holds *Holds
-	PG    boxoffice.PaymentGateway
 	// TicketSecret signs ticket codes (boxoffice.TicketCode): SESSION_SECRET.
 	TicketSecret []byte
 	// PaymentWindow is how long an order waits for its payment
 	// (boxoffice.DefaultPaymentWindow when 0), whole milliseconds.
 	PaymentWindow time.Duration
-	// SuccessURL and FailURL are where the PG sends the buyer back:
-	// BASE_URL/payments/success and BASE_URL/payments/fail.
-	SuccessURL, FailURL string
-	// Reconciler tuning; 0 means the Default* value.
+	// Which orders UnsettledOrders returns to the reconciler; 0 means the
+	// Default* value.
 	ReconcileGrace, ReconcileRecheck, ReconcileLookback time.Duration
 	// Logger receives what the workers and the after-commit steps could
 	// not do (slog.Default when nil).
@@ -444,18 +445,6 @@ func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) err
 		return fmt.Errorf("order tickets: %w", err)
 	}
 	return nil
-}
-
-// CheckoutURL returns the PG's payment page for the order, with the
-// order's id, amount and name and the buyer's way back (SuccessURL, FailURL).
-func (s *Orders) CheckoutURL(o *boxoffice.Order) string {
-	return s.PG.CheckoutURL(s.CheckoutRequest(o))
-}
-
-// CheckoutRequest returns what the PG's payment window needs for the order:
-// its id, name and amount with currency, and SuccessURL and FailURL.
-func (s *Orders) CheckoutRequest(o *boxoffice.Order) boxoffice.CheckoutRequest {
-	return boxoffice.CheckoutRequest{OrderID: o.ID, OrderName: o.Name, Amount: o.Total(), SuccessURL: s.SuccessURL, FailURL: s.FailURL}
 }
 
 // expireTimeout bounds one ExpireOrders call.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -20,18 +21,18 @@ var orderIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{6,64}$`)
 
 func TestOrders_CreateOrder(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 40)
+	env := checkouttest.New(t, 40)
 	ctx := context.Background()
 	ev := env.Event
 
 	t.Run("OK", func(t *testing.T) {
-		acct := env.account(t)
-		before := env.Clock.now()
-		o := env.order(t, acct, ev.S[0], ev.R[0])
+		acct := env.Account(t)
+		before := env.Clock.Now()
+		o := env.Order(t, acct, ev.S[0], ev.R[0])
 		if !orderIDPattern.MatchString(o.ID) || len(o.ID) != 22 {
 			t.Errorf("order id %q, want 22 characters of [A-Za-z0-9_-]", o.ID)
 		}
-		wantOrder(t, o, boxoffice.OrderPendingPayment, "")
+		checkouttest.WantOrder(t, o, boxoffice.OrderPendingPayment, "")
 		if o.Amount != 250000 || o.Currency != "KRW" || o.AccountID != acct || o.EventID != ev.ID {
 			t.Errorf("order %+v, want 250000 KRW of account %d for event %d", o, acct, ev.ID)
 		}
@@ -55,19 +56,19 @@ func TestOrders_CreateOrder(t *testing.T) {
 	})
 
 	t.Run("ErrNoHolds", func(t *testing.T) {
-		_, err := env.Orders.CreateOrder(ctx, ev.ID, env.account(t))
+		_, err := env.Orders.CreateOrder(ctx, ev.ID, env.Account(t))
 		wantError(t, err, boxoffice.ENOHOLDS)
 	})
 
 	t.Run("SameHoldsSameOrder", func(t *testing.T) {
-		acct := env.account(t)
-		first := env.order(t, acct, ev.R[1])
+		acct := env.Account(t)
+		first := env.Order(t, acct, ev.R[1])
 		again, err := env.Orders.CreateOrder(ctx, ev.ID, acct)
 		if err != nil || again.ID != first.ID {
 			t.Fatalf("second checkout of the same holds = %v, %v; want order %s again", again, err, first.ID)
 		}
-		env.order(t, acct, ev.R[2]) // more seats: a new order of both
-		if n := env.count(t, `SELECT count(*) FROM orders WHERE account_id = $1`, acct); n != 2 {
+		env.Order(t, acct, ev.R[2]) // more seats: a new order of both
+		if n := env.Count(t, `SELECT count(*) FROM orders WHERE account_id = $1`, acct); n != 2 {
 			t.Errorf("%d orders, want 2", n)
 		}
 	})
@@ -75,7 +76,7 @@ func TestOrders_CreateOrder(t *testing.T) {
 	// A double click, many times over: one order per set of holds.
 	t.Run("ConcurrentCheckouts", func(t *testing.T) {
 		for round := range 5 {
-			acct := env.account(t)
+			acct := env.Account(t)
 			req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
 			if _, err := env.Holds.Hold(ctx, req, []string{ev.S[3+round]}); err != nil {
 				t.Fatal(err)
@@ -96,7 +97,7 @@ func TestOrders_CreateOrder(t *testing.T) {
 	})
 
 	t.Run("ErrSaleEnded", func(t *testing.T) {
-		acct := env.account(t)
+		acct := env.Account(t)
 		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
 		if _, err := env.Holds.Hold(ctx, req, []string{ev.S[10]}); err != nil {
 			t.Fatal(err)
@@ -112,12 +113,12 @@ func TestOrders_CreateOrder(t *testing.T) {
 
 func TestOrders_FindOrders(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 20)
-	acct := env.account(t)
-	first := env.order(t, acct, env.Event.R[0])
-	env.Clock.advance(time.Second)
-	second := env.order(t, acct, env.Event.R[0], env.Event.R[1])
-	env.order(t, env.account(t), env.Event.S[0])
+	env := checkouttest.New(t, 20)
+	acct := env.Account(t)
+	first := env.Order(t, acct, env.Event.R[0])
+	env.Clock.Advance(time.Second)
+	second := env.Order(t, acct, env.Event.R[0], env.Event.R[1])
+	env.Order(t, env.Account(t), env.Event.S[0])
 	orders, err := env.Orders.FindOrders(context.Background(), acct)
 	if err != nil {
 		t.Fatal(err)
@@ -131,15 +132,15 @@ func TestOrders_FindOrders(t *testing.T) {
 
 func TestOrders_ExpireOrders(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 40)
+	env := checkouttest.New(t, 40)
 	ctx := context.Background()
 	ev := env.Event
 
-	a, b := env.account(t), env.account(t)
-	due := env.order(t, a, ev.R[0], ev.R[1])
-	env.Clock.advance(time.Minute)
-	later := env.order(t, b, ev.R[2])
-	env.Clock.advance(boxoffice.DefaultPaymentWindow - 30*time.Second) // due has expired, later has not
+	a, b := env.Account(t), env.Account(t)
+	due := env.Order(t, a, ev.R[0], ev.R[1])
+	env.Clock.Advance(time.Minute)
+	later := env.Order(t, b, ev.R[2])
+	env.Clock.Advance(boxoffice.DefaultPaymentWindow - 30*time.Second) // due has expired, later has not
 
 	// Concurrent workers (several instances) expire each order once.
 	var expired atomic.Int64
@@ -153,27 +154,27 @@ func TestOrders_ExpireOrders(t *testing.T) {
 	if expired.Load() != 1 {
 		t.Errorf("%d orders expired, want 1", expired.Load())
 	}
-	wantOrder(t, env.findOrder(t, due.ID), boxoffice.OrderExpired, "")
-	wantOrder(t, env.findOrder(t, later.ID), boxoffice.OrderPendingPayment, "")
-	if labels, _ := env.myHolds(t, a); len(labels) != 0 {
+	checkouttest.WantOrder(t, env.FindOrder(t, due.ID), boxoffice.OrderExpired, "")
+	checkouttest.WantOrder(t, env.FindOrder(t, later.ID), boxoffice.OrderPendingPayment, "")
+	if labels, _ := env.MyHolds(t, a); len(labels) != 0 {
 		t.Errorf("holds of the expired order's account %v, want released", labels)
 	}
-	if labels, _ := env.myHolds(t, b); !slices.Equal(labels, []string{ev.R[2]}) {
+	if labels, _ := env.MyHolds(t, b); !slices.Equal(labels, []string{ev.R[2]}) {
 		t.Errorf("holds of the payable order's account %v, want %v", labels, []string{ev.R[2]})
 	}
 
 	// An order replaced by the account's newer checkout is cancelled, not
 	// expired, and the newer order keeps the holds of its seats.
-	c := env.account(t)
-	old := env.order(t, c, ev.S[0])
-	env.Clock.advance(time.Minute)
-	env.order(t, c, ev.S[0], ev.S[1])
-	env.Clock.advance(boxoffice.DefaultPaymentWindow - 30*time.Second)
+	c := env.Account(t)
+	old := env.Order(t, c, ev.S[0])
+	env.Clock.Advance(time.Minute)
+	env.Order(t, c, ev.S[0], ev.S[1])
+	env.Clock.Advance(boxoffice.DefaultPaymentWindow - 30*time.Second)
 	if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantOrder(t, env.findOrder(t, old.ID), boxoffice.OrderCancelled, boxoffice.ReasonReplaced)
-	if labels, _ := env.myHolds(t, c); !slices.Equal(labels, []string{ev.S[0], ev.S[1]}) {
+	checkouttest.WantOrder(t, env.FindOrder(t, old.ID), boxoffice.OrderCancelled, boxoffice.ReasonReplaced)
+	if labels, _ := env.MyHolds(t, c); !slices.Equal(labels, []string{ev.S[0], ev.S[1]}) {
 		t.Errorf("holds %v, want %v kept for the payable order", labels, []string{ev.S[0], ev.S[1]})
 	}
 }
@@ -183,12 +184,12 @@ func TestOrders_ExpireOrders(t *testing.T) {
 // after its confirmation.
 func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 60)
+	env := checkouttest.New(t, 60)
 	ctx := context.Background()
 	for round := range 20 {
-		o := env.order(t, env.account(t), env.Event.Labels[round])
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-		env.Clock.advance(o.ExpiresAt.Sub(env.Clock.now()))
+		o := env.Order(t, env.Account(t), env.Event.Labels[round])
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		env.Clock.Advance(o.ExpiresAt.Sub(env.Clock.Now()))
 		storetest.AtOnce(2, func(i int) {
 			if i == 0 {
 				if _, err := env.Orders.ExpireOrders(ctx); err != nil {
@@ -196,13 +197,13 @@ func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 				}
 				return
 			}
-			if _, err := env.redirect(o.ID, key, amount); err != nil {
+			if _, err := env.Redirect(o.ID, key, amount); err != nil {
 				t.Errorf("redirect: %v", err)
 			}
 		})
-		wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+		checkouttest.WantOrder(t, env.FindOrder(t, o.ID), boxoffice.OrderConfirmed, "")
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // Fans watch their unpaid orders while several instances expire them all
@@ -214,16 +215,16 @@ func TestOrders_ExpireOrders_RaceWithConfirm(t *testing.T) {
 func TestOrders_ExpireOrders_ReleasesBeforeExpired(t *testing.T) {
 	t.Parallel()
 	const fans, seats, instances, watchers, rounds = 120, 2, 3, 6, 4
-	env := newCheckoutEnv(t, fans*seats)
+	env := checkouttest.New(t, fans*seats)
 	ctx := context.Background()
 	ev := env.Event
 	accts := make([]int64, fans)
 	for i := range accts {
-		accts[i] = env.account(t)
+		accts[i] = env.Account(t)
 	}
 	orders := make([]*store.Orders, instances)
 	for i := range orders {
-		orders[i] = env.newOrders(env.gateway())
+		orders[i] = env.NewOrders()
 	}
 	seatsOf := func(fan int) []string { return slices.Sorted(slices.Values(ev.Labels[fan*seats : (fan+1)*seats])) }
 	req := func(fan int) boxoffice.HoldRequest {
@@ -243,7 +244,7 @@ func TestOrders_ExpireOrders_ReleasesBeforeExpired(t *testing.T) {
 			}
 			ids[fan] = o.ID
 		}
-		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+		env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 
 		// Watcher w watches the orders of fans w, w+watchers, ...: it reads
 		// which of them are EXPIRED, and for each new one it looks at the
@@ -292,7 +293,7 @@ func TestOrders_ExpireOrders_ReleasesBeforeExpired(t *testing.T) {
 			}
 		})
 		for fan := range fans {
-			if held, _ := env.myHolds(t, accts[fan]); !slices.Equal(held, seatsOf(fan)) {
+			if held, _ := env.MyHolds(t, accts[fan]); !slices.Equal(held, seatsOf(fan)) {
 				t.Fatalf("round %d: fan %d holds %v after every instance's expiry, want %v: the holds it took after seeing its order EXPIRED",
 					round, fan, held, seatsOf(fan))
 			}
@@ -311,20 +312,20 @@ func TestOrders_ExpireOrders_ReleasesBeforeExpired(t *testing.T) {
 func TestOrders_ExpireOrders_KeepsAClaim(t *testing.T) {
 	t.Parallel()
 	const rounds, rivals = 30, 4
-	env := newCheckoutEnv(t, rounds)
+	env := checkouttest.New(t, rounds)
 	ctx := context.Background()
 	ev := env.Event
-	expirers := []*store.Orders{env.newOrders(env.gateway()), env.newOrders(env.gateway())}
+	expirers := []*store.Orders{env.NewOrders(), env.NewOrders()}
 	outcomes := map[boxoffice.OrderStatus]int{}
 	for round := range rounds {
-		o := env.order(t, env.account(t), ev.Labels[round])
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-		env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+		o := env.Order(t, env.Account(t), ev.Labels[round])
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 		release := lockPurchases(t, env, o.AccountID)
 		confirmed := make(chan struct{})
 		go func() {
 			defer close(confirmed)
-			if _, err := env.redirect(o.ID, key, amount); err != nil {
+			if _, err := env.Redirect(o.ID, key, amount); err != nil {
 				t.Errorf("round %d: confirm order %s: %v", round, o.ID, err)
 			}
 		}()
@@ -359,7 +360,7 @@ func TestOrders_ExpireOrders_KeepsAClaim(t *testing.T) {
 			}
 		})
 		<-confirmed
-		o = env.findOrder(t, o.ID)
+		o = env.FindOrder(t, o.ID)
 		outcomes[o.Status]++
 		if o.Status == boxoffice.OrderConfirmed && rivalHeld.Load() {
 			t.Errorf("round %d: order %s is CONFIRMED, and a rival held its seat %v meanwhile: the expiry ended the confirmation's claim",
@@ -367,30 +368,30 @@ func TestOrders_ExpireOrders_KeepsAClaim(t *testing.T) {
 		}
 	}
 	t.Logf("orders by status: %v", outcomes)
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 func TestOrders_FindStuckOrders(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 20)
+	env := checkouttest.New(t, 20)
 	ctx := context.Background()
 	ev := env.Event
 
 	// Paid late for a seat sold meanwhile, while the PG cannot refund.
-	late := env.order(t, env.account(t), ev.R[0])
-	key, amount := env.pay(t, late, sandbox.ScenarioWebhookNever)
-	env.expire(t)
-	other := env.order(t, env.account(t), ev.R[0])
-	k2, a2 := env.pay(t, other, sandbox.ScenarioWebhookNever)
-	env.mustRedirect(t, other.ID, k2, a2)
-	env.gateway().cancelDown.Store(true)
-	c := env.mustRedirect(t, late.ID, key, amount)
+	late := env.Order(t, env.Account(t), ev.R[0])
+	key, amount := env.Pay(t, late, sandbox.ScenarioWebhookNever)
+	env.Expire(t)
+	other := env.Order(t, env.Account(t), ev.R[0])
+	k2, a2 := env.Pay(t, other, sandbox.ScenarioWebhookNever)
+	env.MustRedirect(t, other.ID, k2, a2)
+	env.Gateway().CancelDown.Store(true)
+	c := env.MustRedirect(t, late.ID, key, amount)
 	if c.Outcome != boxoffice.PaymentRefundPending {
 		t.Fatalf("outcome %q with the PG down, want refund_pending", c.Outcome)
 	}
 	// Pending past its expiry: the expiry worker has not run.
-	overdue := env.order(t, env.account(t), ev.S[0])
-	env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+	overdue := env.Order(t, env.Account(t), ev.S[0])
+	env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 
 	stuck, err := env.Orders.FindStuckOrders(ctx, 10)
 	if err != nil {
@@ -406,27 +407,18 @@ func TestOrders_FindStuckOrders(t *testing.T) {
 	}
 
 	// The PG answers again: the reconciler refunds, and nothing is stuck.
-	env.gateway().cancelDown.Store(false)
-	if _, err := env.Orders.Reconcile(ctx); err != nil {
+	env.Gateway().CancelDown.Store(false)
+	if _, err := env.Checkout.Reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := env.Orders.ExpireOrders(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if out, _ := env.outcome(t, key); out != boxoffice.PaymentRefunded || env.pgStatus(t, key) != boxoffice.PaymentStatusCanceled {
-		t.Errorf("after reconciling: outcome %q, PG %s; want refunded, CANCELED", out, env.pgStatus(t, key))
+	if out, _ := env.Outcome(t, key); out != boxoffice.PaymentRefunded || env.PGStatus(t, key) != boxoffice.PaymentStatusCanceled {
+		t.Errorf("after reconciling: outcome %q, PG %s; want refunded, CANCELED", out, env.PGStatus(t, key))
 	}
 	if stuck, err := env.Orders.FindStuckOrders(ctx, 10); err != nil || len(stuck) != 0 {
 		t.Errorf("stuck orders after reconciling %v (%v), want none", stuck, err)
 	}
-	env.checkInvariants(t)
-}
-
-func (env *checkoutEnv) myHolds(tb testing.TB, acct int64) ([]string, time.Duration) {
-	tb.Helper()
-	labels, ttl, err := env.Holds.MyHolds(context.Background(), env.Event.ID, acct)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return labels, ttl
+	env.CheckInvariants(t)
 }

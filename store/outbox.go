@@ -117,7 +117,7 @@ func (r *OutboxRelay) Run(ctx context.Context, interval time.Duration) {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	runEvery(ctx, orDefault(interval, DefaultRelayInterval), logger, "relay outbox", func(ctx context.Context) error {
+	RunEvery(ctx, orDefault(interval, DefaultRelayInterval), logger, "relay outbox", func(ctx context.Context) error {
 		for {
 			n, err := r.RelayOnce(ctx)
 			if err != nil || n < r.batch() || ctx.Err() != nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
@@ -121,10 +122,10 @@ func TestOutboxRelay_RedisDown(t *testing.T) {
 // A confirmation's outbox row reaches the stream with the order's payload.
 func TestOutboxRelay_Confirmation(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 10)
-	o := env.order(t, env.account(t), env.Event.R[0], env.Event.R[1])
-	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-	env.mustRedirect(t, o.ID, key, amount)
+	env := checkouttest.New(t, 10)
+	o := env.Order(t, env.Account(t), env.Event.R[0], env.Event.R[1])
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	env.MustRedirect(t, o.ID, key, amount)
 	relay := &store.OutboxRelay{DB: env.DB, Redis: env.R}
 	if n, err := relay.RelayOnce(context.Background()); err != nil || n != 1 {
 		t.Fatalf("RelayOnce = %d, %v; want 1", n, err)

@@ -13,17 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var _ boxoffice.RefundService = (*Refunds)(nil)
-
-// RefundGateway is what refunds need of the PG (boxoffice.PaymentGateway
-// has it): a refund, in part, named by its refund id, and a look-up.
-type RefundGateway interface {
-	Cancel(ctx context.Context, paymentKey string, r boxoffice.CancelRequest) (*boxoffice.Payment, error)
-	GetPayment(ctx context.Context, paymentKey string) (*boxoffice.Payment, error)
-}
-
-var _ RefundGateway = (boxoffice.PaymentGateway)(nil)
-
 // OutboxTopicOrderRefunded is the outbox topic of a refund; its payload is an
 // OrderRefundedEvent.
 const OutboxTopicOrderRefunded = "order.refunded"
@@ -41,50 +30,35 @@ type OrderRefundedEvent struct {
 	At        time.Time             `json:"at"`
 }
 
-// ourCancelPrefix starts the PG's cancelReason of every refund made here:
-// "boxoffice refund <id>: <reason>", so that the PG's record of a cancel
-// names the refund it belongs to.
-const ourCancelPrefix = "boxoffice refund "
-
-// DefaultRefundRetry is how old a pending refund must be before
-// RetryPending asks the PG again (under the refund's own Idempotency-Key,
-// so the PG refunds at most once).
-const DefaultRefundRetry = 30 * time.Second
-
-// Refunds refunds the tickets of confirmed orders, asked by an admin
-// (Refund) or made at the PG (ApplyPGCancels), and implements
-// boxoffice.RefundService. Each refund frees each of its seats once and
-// gives the buyer's limit back once, whatever runs at the same time:
+// Refunds keeps the refunds of confirmed orders' tickets, asked by an admin
+// or made at the PG, in PostgreSQL: the database's steps of a refund, each
+// one transaction, which package checkout runs around its call to the PG
+// (it never talks to the PG itself). Each refund frees each of its seats
+// once and gives the buyer's limit back once, whatever runs at the same
+// time:
 //
-//  1. one transaction reserves the refund: it locks the order, checks it is
-//     CONFIRMED and that the seats are its tickets and in no other refund
-//     (refund_item is UNIQUE per order and seat), and records the refund
-//     pending with its amount, the sum of the seats' prices (so the money
-//     refunded never passes what was paid);
-//  2. the PG is asked once per refund: Idempotency-Key
-//     "cancel:<paymentKey>:<id>" (boxoffice.CancelRequest.RefundID);
-//  3. one transaction applies it, if it is still pending (a conditional
-//     UPDATE: once, whoever applies it, the caller, a retry or the PG's
-//     webhook): the tickets are marked refunded, the sold seats deleted, the
-//     account's purchase count lowered, the order REFUNDED when no ticket is
-//     left, the payment's status updated, and the outbox and audit rows
-//     written; after the commit the seats leave Redis's sold-seat copy
-//     (Holds.unsell). A PG that refuses fails the refund instead (nothing
-//     else changes; the reason is kept and shown); a PG that does not
-//     answer leaves it pending for RetryPending.
+//  1. Reserve (or RecordPGCancel for one made at the PG) locks the order,
+//     checks it is CONFIRMED and that the seats are its tickets and in no
+//     other refund (refund_item is UNIQUE per order and seat), and records
+//     the refund pending with its amount, the sum of the seats' prices (so
+//     the money refunded never passes what was paid);
+//  2. the caller asks the PG, once per refund id;
+//  3. Apply applies it, if it is still pending (a conditional UPDATE: once,
+//     whoever applies it, the caller, a retry or the PG's webhook): the
+//     tickets are marked refunded, the sold seats deleted, the account's
+//     purchase count lowered, the order REFUNDED when no ticket is left, the
+//     payment's status updated, and the outbox and audit rows written; after
+//     the commit the seats leave Redis's sold-seat copy (Holds.unsell). Fail
+//     records a refusal of the PG instead (nothing else changes; the reason
+//     is kept and shown).
 //
-// No lock is held across the PG call. Set the fields before first use.
+// Set the fields before first use; safe for concurrent use.
 type Refunds struct {
 	DB    *DB
 	Holds *Holds
-	PG    RefundGateway
 	// Logger receives what the after-commit steps could not do
 	// (slog.Default when nil).
 	Logger *slog.Logger
-
-	// afterReserve, when set (tests), runs between the reservation's commit
-	// and the PG call.
-	afterReserve func(refundID string)
 }
 
 func (s *Refunds) logger() *slog.Logger {
@@ -94,67 +68,45 @@ func (s *Refunds) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// reserved is a refund recorded pending, ready to be asked of the PG.
-type reserved struct {
-	id, orderID, paymentKey, reason string
-	amount                          int64
-	currency                        string
+// PendingRefund is a refund recorded pending, to be asked of the PG (or,
+// Source "pg", only applied): its id, the order and the payment it returns
+// money of, its reason, and Amount, the sum of its seats' prices in the
+// minor unit of the order's currency.
+type PendingRefund struct {
+	ID, OrderID, PaymentKey, Reason string
+	Source                          string // "admin" or "pg"
+	Amount                          boxoffice.Money
 }
 
-// Refund refunds req.Seats of the confirmed order req.OrderID (all its
-// tickets not refunded yet when none are named) for req.Reason, and returns
-// the order's status after it, the amount refunded and the seats.
+// Reserve validates req and records its refund pending (step 1 of
+// Refunds): req.Seats of the confirmed order req.OrderID, or all its tickets
+// not refunded yet when none are named.
 //
 // Errors, with nothing changed: EINVALID (Fields "reason", "seat": an empty
 // or long reason, a seat named twice or not in the order, all at once);
-// ENOTFOUND (no such order); ECONFLICT when the order is not CONFIRMED, a
-// seat was refunded already (Details["seats"]) or is in a refund under way,
-// or the PG refused the refund (the refund is recorded failed, with the PG's
-// code in the message); EUNAVAILABLE when the PG did not answer (the refund
-// stays pending, and RetryPending finishes it).
-func (s *Refunds) Refund(ctx context.Context, req boxoffice.RefundRequest) (*boxoffice.RefundResult, error) {
+// ENOTFOUND (no such order); ECONFLICT when the order is not CONFIRMED, or a
+// seat was refunded already (Details["seats"]) or is in a refund under way.
+func (s *Refunds) Reserve(ctx context.Context, req boxoffice.RefundRequest) (PendingRefund, error) {
 	if err := req.Validate(); err != nil {
-		return nil, err
+		return PendingRefund{}, err
 	}
-	var r reserved
+	var r PendingRefund
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		r, err = reserveRefund(ctx, tx, req, s.DB.Now())
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("refund order %s: %w", req.OrderID, err)
+		return PendingRefund{}, fmt.Errorf("refund order %s: %w", req.OrderID, err)
 	}
-	if s.afterReserve != nil {
-		s.afterReserve(r.id)
-	}
-	return s.ask(ctx, r)
+	return r, nil
 }
 
-// ask asks the PG for a reserved refund and applies or fails it by the answer.
-func (s *Refunds) ask(ctx context.Context, r reserved) (*boxoffice.RefundResult, error) {
-	p, err := s.PG.Cancel(ctx, r.paymentKey, boxoffice.CancelRequest{
-		Reason: ourCancelPrefix + r.id + ": " + r.reason, Amount: &boxoffice.Money{Amount: r.amount, Currency: r.currency}, RefundID: r.id,
-	})
-	var apiErr *boxoffice.PGError
-	switch {
-	case err == nil:
-		return s.apply(context.WithoutCancel(ctx), r.id, p.Status)
-	case boxoffice.IsPGTemporary(err) || !errors.As(err, &apiErr):
-		s.logger().Warn("refund: the PG did not answer; tried again later", "refund_id", r.id, "err", err)
-		return nil, boxoffice.NewError(boxoffice.EUNAVAILABLE, "refund_pg_unavailable")
-	}
-	if ferr := s.fail(context.WithoutCancel(ctx), r.id, apiErr.Code+": "+apiErr.Message); ferr != nil {
-		return nil, ferr
-	}
-	return nil, boxoffice.NewError(boxoffice.ECONFLICT, "refund_pg_refused", "Code", apiErr.Code)
-}
-
-// reserveRefund is step 1 of Refund, in tx.
-func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, now time.Time) (reserved, error) {
-	r := reserved{id: newOrderID(), orderID: req.OrderID, reason: req.Reason}
+// reserveRefund is Reserve's transaction.
+func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, now time.Time) (PendingRefund, error) {
+	r := PendingRefund{ID: newOrderID(), OrderID: req.OrderID, Reason: req.Reason, Source: "admin"}
 	var status boxoffice.OrderStatus
-	err := tx.QueryRow(ctx, `SELECT status, currency FROM orders WHERE id = $1 FOR NO KEY UPDATE`, req.OrderID).Scan(&status, &r.currency)
+	err := tx.QueryRow(ctx, `SELECT status, currency FROM orders WHERE id = $1 FOR NO KEY UPDATE`, req.OrderID).Scan(&status, &r.Amount.Currency)
 	if err != nil {
 		return r, notFound(err, "err_no_order")
 	}
@@ -213,19 +165,19 @@ func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, 
 			Details: map[string]any{"seats": underway}}
 	}
 	for _, l := range seats {
-		r.amount += items[l].price
+		r.Amount.Amount += items[l].price
 	}
-	err = tx.QueryRow(ctx, `SELECT payment_key FROM payment WHERE order_id = $1 AND outcome = 'confirmed'`, req.OrderID).Scan(&r.paymentKey)
+	err = tx.QueryRow(ctx, `SELECT payment_key FROM payment WHERE order_id = $1 AND outcome = 'confirmed'`, req.OrderID).Scan(&r.PaymentKey)
 	if err != nil {
 		return r, fmt.Errorf("confirmed payment of order %s: %w", req.OrderID, err)
 	}
-	return r, insertRefund(ctx, tx, r, "admin", req.AdminID, seats, now)
+	return r, insertRefund(ctx, tx, r, req.AdminID, seats, now)
 }
 
 // insertRefund records a pending refund of seats; a seat in another pending
 // or done refund violates refund_item's UNIQUE key (the callers hold the
 // order's lock and checked, so that is a bug).
-func insertRefund(ctx context.Context, tx pgx.Tx, r reserved, source string, adminID int64, seats []string, now time.Time) error {
+func insertRefund(ctx context.Context, tx pgx.Tx, r PendingRefund, adminID int64, seats []string, now time.Time) error {
 	var admin *int64
 	if adminID != 0 {
 		admin = &adminID
@@ -233,14 +185,14 @@ func insertRefund(ctx context.Context, tx pgx.Tx, r reserved, source string, adm
 	_, err := tx.Exec(ctx, `
 		INSERT INTO refund (id, order_id, payment_key, amount, reason, source, admin_id, status, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8)`,
-		r.id, r.orderID, r.paymentKey, r.amount, r.reason, source, admin, now)
+		r.ID, r.OrderID, r.PaymentKey, r.Amount.Amount, r.Reason, r.Source, admin, now)
 	if err != nil {
 		return fmt.Errorf("record refund: %w", err)
 	}
 	_, err = tx.Exec(ctx, `
 		INSERT INTO refund_item (refund_id, order_id, seat_label, price)
 		SELECT $1, order_id, seat_label, price FROM order_item WHERE order_id = $2 AND seat_label = ANY($3)`,
-		r.id, r.orderID, seats)
+		r.ID, r.OrderID, seats)
 	if err != nil {
 		return fmt.Errorf("record refund items: %w", err)
 	}
@@ -255,9 +207,12 @@ type applied struct {
 	now                bool // this call applied it (false: applied before)
 }
 
-// apply applies a pending refund that the PG made (pgStatus: the payment's
-// status after it), once, then takes its seats out of Redis's sold-seat copy.
-func (s *Refunds) apply(ctx context.Context, refundID string, pgStatus boxoffice.PaymentStatus) (*boxoffice.RefundResult, error) {
+// Apply applies a pending refund that the PG made (pgStatus: the payment's
+// status at the PG after it), once, then takes its seats out of Redis's
+// sold-seat copy, and returns the order's status after it, the amount it
+// returned and its seats; a repeat returns the same. Errors: ENOTFOUND (no
+// such refund); ECONFLICT (the refund failed before).
+func (s *Refunds) Apply(ctx context.Context, refundID string, pgStatus boxoffice.PaymentStatus) (*boxoffice.RefundResult, error) {
 	var a applied
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -276,7 +231,7 @@ func (s *Refunds) apply(ctx context.Context, refundID string, pgStatus boxoffice
 	return &a.result, nil
 }
 
-// applyRefund is step 3 of Refund, in tx: see Refunds.
+// applyRefund is step 3 of a refund, in tx: see Refunds.
 func applyRefund(ctx context.Context, tx pgx.Tx, refundID string, pgStatus boxoffice.PaymentStatus, now time.Time) (applied, error) {
 	var a applied
 	var adminID *int64
@@ -355,10 +310,11 @@ func applyRefund(ctx context.Context, tx pgx.Tx, refundID string, pgStatus boxof
 	return a, err
 }
 
-// fail records that the PG refused a pending refund: it becomes failed with
-// the PG's answer, its seats are free to be refunded again, and nothing else
-// changes.
-func (s *Refunds) fail(ctx context.Context, refundID, failure string) error {
+// Fail records that the PG refused a pending refund: it becomes failed with
+// failure (the PG's code and message), its seats are free to be refunded
+// again, and nothing else changes. A refund applied or failed before stays
+// as it is.
+func (s *Refunds) Fail(ctx context.Context, refundID, failure string) error {
 	now := s.DB.Now()
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var orderID string

@@ -3,75 +3,21 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/jackc/pgx/v5"
 )
 
-// ApplyPGCancels applies, once each, the refunds the PG reports for a
-// payment (a PAYMENT_STATUS_CHANGED webhook to CANCELED or PARTIAL_CANCELED;
-// paymentKey and orderID come from it and are trusted for nothing else: the
-// payment is looked up). Each entry of the payment's cancels is:
-//
-//   - one of ours ("boxoffice refund <id>: ..."): applied if still pending
-//     (a refund racing its own webhook is applied once);
-//   - one made elsewhere (the PG's dashboard), for an order confirmed with
-//     this payment: recorded as a refund "pg:<transactionKey>" of the
-//     order's tickets not refunded yet whose prices add up to its amount
-//     (all of them for the whole balance), and applied as an admin's
-//     refund would be; the refund's PRIMARY KEY applies each cancel once,
-//     however often the webhook comes. A cancel no set of tickets adds up
-//     to is logged for an admin and left alone.
-//
-// Cancels of payments that sold nothing (the confirmation's own refunds)
-// change nothing. Errors:
-// EUNAUTHORIZED when the PG does not know the payment for that order;
-// EUNAVAILABLE while the PG does not answer; PostgreSQL's.
-func (s *Refunds) ApplyPGCancels(ctx context.Context, paymentKey, orderID string) error {
-	p, err := s.PG.GetPayment(ctx, paymentKey)
-	switch {
-	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
-		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
-	case boxoffice.IsPGTemporary(err):
-		return boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
-	case err != nil:
-		return fmt.Errorf("look up payment %s: %w", paymentKey, err)
-	case p.OrderID != orderID || p.PaymentKey != paymentKey:
-		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
-	case p.Status != boxoffice.PaymentStatusCanceled && p.Status != boxoffice.PaymentStatusPartialCanceled:
-		return nil
-	}
-	for _, c := range p.Cancels {
-		var id string
-		if rest, ok := strings.CutPrefix(c.CancelReason, ourCancelPrefix); ok {
-			id, _, _ = strings.Cut(rest, ":")
-		} else if strings.HasPrefix(c.CancelReason, "boxoffice: ") {
-			continue // the confirmation's refund of a payment that sold nothing
-		} else {
-			id = "pg:" + c.TransactionKey
-			recorded, err := s.recordPGCancel(ctx, id, p, c)
-			if err != nil {
-				return err
-			}
-			if !recorded {
-				continue
-			}
-		}
-		_, err := s.apply(ctx, id, p.Status)
-		if code := boxoffice.ErrorCode(err); err != nil && code != boxoffice.ENOTFOUND && code != boxoffice.ECONFLICT {
-			return err // ENOTFOUND, ECONFLICT: not a refund of ours, or one that failed: nothing to apply
-		}
-	}
-	return nil
-}
-
-// recordPGCancel records a cancel made at the PG as a pending refund id of
-// the order's tickets (see ApplyPGCancels), and reports false when there is
-// nothing to apply: recorded before, the payment sold nothing, or no set of
-// tickets adds up to the cancel's amount.
-func (s *Refunds) recordPGCancel(ctx context.Context, id string, p *boxoffice.Payment, c boxoffice.PaymentCancel) (bool, error) {
+// RecordPGCancel records c, a cancel of the PG's payment p made at the PG
+// (its dashboard, say), as the pending refund id (Source "pg") of the
+// order's tickets not refunded yet whose prices add up to its amount (all
+// of them for the whole balance; else the fewest seats), for Apply. It
+// reports false when there is nothing to apply: recorded before (the
+// refund's PRIMARY KEY records each cancel once), the payment did not
+// confirm the order, or no set of tickets adds up to the cancel's amount
+// (logged for an admin). Errors: ENOTFOUND (not our order); PostgreSQL's.
+func (s *Refunds) RecordPGCancel(ctx context.Context, id string, p *boxoffice.Payment, c boxoffice.PaymentCancel) (bool, error) {
 	recorded := false
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var status boxoffice.OrderStatus
@@ -117,9 +63,9 @@ func (s *Refunds) recordPGCancel(ctx context.Context, id string, p *boxoffice.Pa
 		if reason == "" {
 			reason = "PG"
 		}
-		r := reserved{id: id, orderID: p.OrderID, paymentKey: p.PaymentKey, reason: boxoffice.ClipInput(reason, boxoffice.MaxRefundReasonLen),
-			amount: c.CancelAmount, currency: p.Currency}
-		if err := insertRefund(ctx, tx, r, "pg", 0, seats, s.DB.Now()); err != nil {
+		r := PendingRefund{ID: id, OrderID: p.OrderID, PaymentKey: p.PaymentKey, Reason: boxoffice.ClipInput(reason, boxoffice.MaxRefundReasonLen),
+			Source: "pg", Amount: boxoffice.Money{Amount: c.CancelAmount, Currency: p.Currency}}
+		if err := insertRefund(ctx, tx, r, 0, seats, s.DB.Now()); err != nil {
 			return err
 		}
 		recorded = true
@@ -163,49 +109,24 @@ func seatsAddingUpTo(prices []int64, amount int64) []int {
 	return best
 }
 
-// RetryPending asks the PG again about refunds pending for longer than
-// DefaultRefundRetry (the PG did not answer, or the process stopped between
-// the PG's answer and the commit), under each refund's own Idempotency-Key,
-// so that the PG refunds each at most once, and applies or fails them. It
-// returns how many it settled; failures are logged and tried again later.
-func (s *Refunds) RetryPending(ctx context.Context) (int, error) {
-	rows, err := s.DB.Pool.Query(ctx, `SELECT r.id, r.order_id, r.payment_key, r.reason, r.amount, o.currency
+// Pending returns up to 100 refunds pending for at least age (the PG did
+// not answer, or the process stopped between the PG's answer and the
+// commit), oldest first.
+func (s *Refunds) Pending(ctx context.Context, age time.Duration) ([]PendingRefund, error) {
+	rows, err := s.DB.Pool.Query(ctx, `SELECT r.id, r.order_id, r.payment_key, r.reason, r.source, r.amount, o.currency
 		FROM refund r JOIN orders o ON o.id = r.order_id
 		WHERE r.status = 'pending' AND r.created_at <= $1 ORDER BY r.created_at LIMIT $2`,
-		s.DB.Now().Add(-DefaultRefundRetry), reconcileBatch)
+		s.DB.Now().Add(-age), reconcileBatch)
 	if err != nil {
-		return 0, fmt.Errorf("pending refunds: %w", err)
+		return nil, fmt.Errorf("pending refunds: %w", err)
 	}
-	var pending []reserved
-	var r reserved
-	if _, err := pgx.ForEachRow(rows, []any{&r.id, &r.orderID, &r.paymentKey, &r.reason, &r.amount, &r.currency}, func() error {
+	var pending []PendingRefund
+	var r PendingRefund
+	if _, err := pgx.ForEachRow(rows, []any{&r.ID, &r.OrderID, &r.PaymentKey, &r.Reason, &r.Source, &r.Amount.Amount, &r.Amount.Currency}, func() error {
 		pending = append(pending, r)
 		return nil
 	}); err != nil {
-		return 0, fmt.Errorf("pending refunds: %w", err)
+		return nil, fmt.Errorf("pending refunds: %w", err)
 	}
-	n := 0
-	for _, r := range pending {
-		var err error
-		if strings.HasPrefix(r.id, "pg:") { // a cancel the PG made: only to apply, never to ask for
-			err = s.ApplyPGCancels(ctx, r.paymentKey, r.orderID)
-		} else {
-			_, err = s.ask(ctx, r)
-		}
-		if err != nil {
-			s.logger().Warn("retry a pending refund", "refund_id", r.id, "err", err)
-			continue
-		}
-		n++
-	}
-	return n, nil
-}
-
-// RunRetry calls RetryPending every interval (DefaultRefundRetry when 0)
-// until ctx ends, logging failures; it returns when ctx ends.
-func (s *Refunds) RunRetry(ctx context.Context, interval time.Duration) {
-	runEvery(ctx, orDefault(interval, DefaultRefundRetry), s.logger(), "retry pending refunds", func(ctx context.Context) error {
-		_, err := s.RetryPending(ctx)
-		return err
-	})
+	return pending, nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
@@ -19,7 +20,7 @@ import (
 func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 	t.Parallel()
 	const fans, rounds, checkouts = 40, 3, 4
-	env := newCheckoutEnv(t, fans*(1+rounds*checkouts))
+	env := checkouttest.New(t, fans*(1+rounds*checkouts))
 	ctx := context.Background()
 	ev := env.Event
 	// Each fan buys up to 1+rounds*checkouts seats: the limit is not what this tests.
@@ -28,7 +29,7 @@ func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 	}
 	accts := make([]int64, fans)
 	for i := range accts {
-		accts[i] = env.account(t)
+		accts[i] = env.Account(t)
 	}
 	next := fans // the next free seat of ev.Labels; fan i's first seat is ev.Labels[i]
 	for round := range rounds {
@@ -47,7 +48,7 @@ func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 				t.Fatalf("round %d: fan %d checks out: %v", round, fan, err)
 			}
 			olds[fan] = o
-			keys[fan], amounts[fan] = env.pay(t, o, sandbox.ScenarioWebhookNever)
+			keys[fan], amounts[fan] = env.Pay(t, o, sandbox.ScenarioWebhookNever)
 		}
 		seats := make([][]string, fans)
 		for fan := range fans {
@@ -58,7 +59,7 @@ func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 		storetest.AtOnce(fans*(1+checkouts), func(i int) {
 			fan, k := i%fans, i/fans
 			if k == 0 {
-				if _, err := env.redirect(olds[fan].ID, keys[fan], amounts[fan]); err != nil {
+				if _, err := env.Redirect(olds[fan].ID, keys[fan], amounts[fan]); err != nil {
 					t.Errorf("round %d: fan %d pays order %s: %v", round, fan, olds[fan].ID, err)
 				}
 				return
@@ -74,8 +75,8 @@ func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 			}
 		})
 		for fan := range fans {
-			o := env.findOrder(t, olds[fan].ID)
-			outcome, reason := env.outcome(t, keys[fan])
+			o := env.FindOrder(t, olds[fan].ID)
+			outcome, reason := env.Outcome(t, keys[fan])
 			switch o.Status {
 			case boxoffice.OrderConfirmed:
 				if outcome != boxoffice.PaymentConfirmed {
@@ -102,10 +103,10 @@ func TestOrders_CreateOrder_ReplacesUnpaid(t *testing.T) {
 				SELECT count(*) FROM payment p JOIN orders o ON o.id = p.order_id
 				WHERE o.event_id = $1 AND o.failure_code = 'replaced' AND p.reason <> 'replaced'`,
 		} {
-			if n := env.count(t, query, ev.ID); n != 0 {
+			if n := env.Count(t, query, ev.ID); n != 0 {
 				t.Errorf("round %d: %d %s", round, n, what)
 			}
 		}
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }

@@ -9,28 +9,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/boxoffice/boxoffice/checkout"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// checkout is the wiring of orders and payments: the PG client, the sandbox
-// PG when PG_PROVIDER is sandbox, and the background workers (order expiry,
+// payments is the wiring of orders and payments: the PG client, the checkout
+// service that orchestrates it and the store, the sandbox PG when
+// PG_PROVIDER is sandbox, and the background workers (order expiry,
 // payment reconciler, retry of pending refunds, outbox relay).
-type checkout struct {
-	pg      *toss.Client
-	orders  *store.Orders
-	refunds *store.Refunds
-	relay   *store.OutboxRelay
-	sandbox *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
+type payments struct {
+	pg       *toss.Client
+	orders   *store.Orders
+	checkout *checkout.Service
+	relay    *store.OutboxRelay
+	sandbox  *sandbox.Sandbox // nil unless PG_PROVIDER is sandbox
 	// sandboxPool is the sandbox's own pool on DATABASE_URL (nil without
 	// the sandbox).
 	sandboxPool *pgxpool.Pool
 	reconcile   time.Duration // RECONCILE_INTERVAL
 }
 
-// newCheckout builds the orders store on the PG at PG_BASE_URL (with
+// newPayments builds the orders store and the checkout service on the PG at PG_BASE_URL (with
 // PG_PROVIDER=toss, its checkout is our page at BASE_URL/payments/checkout,
 // which opens Toss's payment window) and, for
 // PG_PROVIDER sandbox, the sandbox PG (mounted by the server under
@@ -41,19 +43,21 @@ type checkout struct {
 // was created (the buyer's redirect comes first) and asks again every four,
 // so that at the default 30 s these are store.DefaultReconcileGrace and
 // store.DefaultReconcileRecheck.
-func newCheckout(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*checkout, error) {
+func newPayments(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis, holds *store.Holds, logger *slog.Logger) (*payments, error) {
 	pg := &toss.Client{BaseURL: cfg.PGBaseURL, SecretKey: cfg.PGSecretKey}
 	if cfg.PGProvider == "toss" {
 		pg.CheckoutPage = cfg.BaseURL + "/payments/checkout"
 	}
-	c := &checkout{
-		pg:      pg,
-		refunds: &store.Refunds{DB: db, Holds: holds, PG: pg, Logger: logger},
-		orders: &store.Orders{
-			DB: db, Holds: holds, PG: pg,
-			TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
-			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail",
-			ReconcileGrace: 2 * cfg.ReconcileInterval, ReconcileRecheck: 4 * cfg.ReconcileInterval, Logger: logger,
+	orders := &store.Orders{
+		DB: db, Holds: holds, TicketSecret: []byte(cfg.SessionSecret), PaymentWindow: cfg.PaymentWindow,
+		ReconcileGrace: 2 * cfg.ReconcileInterval, ReconcileRecheck: 4 * cfg.ReconcileInterval, Logger: logger,
+	}
+	c := &payments{
+		pg:     pg,
+		orders: orders,
+		checkout: &checkout.Service{
+			Orders: orders, Refunds: &store.Refunds{DB: db, Holds: holds, Logger: logger}, PG: pg,
+			SuccessURL: cfg.BaseURL + "/payments/success", FailURL: cfg.BaseURL + "/payments/fail", Logger: logger,
 		},
 		relay:     &store.OutboxRelay{DB: db, Redis: rdb, Logger: logger},
 		reconcile: cfg.ReconcileInterval,
@@ -90,7 +94,7 @@ func newCheckout(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis
 }
 
 // sandboxHandler returns the sandbox PG to mount, or nil.
-func (c *checkout) sandboxHandler() http.Handler {
+func (c *payments) sandboxHandler() http.Handler {
 	if c.sandbox == nil {
 		return nil
 	}
@@ -98,16 +102,16 @@ func (c *checkout) sandboxHandler() http.Handler {
 }
 
 // start runs the workers in the group until stopping ends.
-func (c *checkout) start(stopping context.Context, workers *sync.WaitGroup) {
+func (c *payments) start(stopping context.Context, workers *sync.WaitGroup) {
 	workers.Go(func() { c.orders.RunExpiry(stopping, 0) })
-	workers.Go(func() { c.orders.RunReconciler(stopping, c.reconcile) })
-	workers.Go(func() { c.refunds.RunRetry(stopping, c.reconcile) })
+	workers.Go(func() { c.checkout.RunReconciler(stopping, c.reconcile) })
+	workers.Go(func() { c.checkout.RunRetry(stopping, c.reconcile) })
 	workers.Go(func() { c.relay.Run(stopping, 0) })
 }
 
 // close stops the sandbox's webhook deliveries; call it after the workers
 // ended and before the database closes.
-func (c *checkout) close(logger *slog.Logger) {
+func (c *payments) close(logger *slog.Logger) {
 	if c.sandbox != nil {
 		if err := c.sandbox.Close(); err != nil {
 			logger.Warn("close the sandbox PG", "err", err)

@@ -120,7 +120,7 @@ func TestLoadConfig_PprofAddr(t *testing.T) {
 // RECONCILE_INTERVAL paces the whole reconciler, and its default keeps the
 // store's defaults: every 30 s, an order first asked about after a minute and
 // again every two.
-func TestNewCheckout_ReconcilerPace(t *testing.T) {
+func TestNewPayments_ReconcilerPace(t *testing.T) {
 	tests := []struct {
 		interval              string
 		every, grace, recheck time.Duration
@@ -133,7 +133,7 @@ func TestNewCheckout_ReconcilerPace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := newCheckout(context.Background(), cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
+		c, err := newPayments(context.Background(), cfg, nil, nil, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

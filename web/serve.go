@@ -127,7 +127,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	}
 	events := &store.Events{DB: db}
 	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics}
-	checkout, err := newCheckout(ctx, cfg, db, rdb, holds, logger)
+	checkout, err := newPayments(ctx, cfg, db, rdb, holds, logger)
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 
 		Orders:            checkout.orders,
 		Desk:              checkout.orders,
-		Refunds:           checkout.refunds,
+		Checkout:          checkout.checkout,
+		Refunds:           checkout.checkout,
 		Blocks:            &store.Blocks{DB: db, Holds: holds},
 		SandboxPG:         checkout.sandboxHandler(),
 		PGClientKey:       cfg.PGClientKey,

@@ -1,4 +1,8 @@
-package store_test
+// Package checkouttest runs the checkout service on the sandbox PG for
+// tests: a Service on its own database and Redis prefix, the sandbox mounted
+// under /sandbox-pg of a test server whose /payments/webhook hands webhooks
+// to the service as the app's handler does, and the steps of a buyer.
+package checkouttest
 
 import (
 	"context"
@@ -17,6 +21,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
@@ -24,75 +29,86 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The secrets and URLs of an Env's service, and the event's limit and hold
+// TTL.
 const (
-	pgSecret     = "test_sk_checkout"
-	ticketSecret = "ticket-secret-of-at-least-32-characters"
-	successURL   = "https://shop.example/payments/success"
-	failURL      = "https://shop.example/payments/fail"
+	PGSecret     = "test_sk_checkout"
+	TicketSecret = "ticket-secret-of-at-least-32-characters"
+	SuccessURL   = "https://shop.example/payments/success"
+	FailURL      = "https://shop.example/payments/fail"
+	Limit        = boxoffice.DefaultMaxPerAccount
+	HoldTTL      = time.Minute
 )
 
-// testClock is the database's clock (DB.Now): real time plus an offset that
+// Clock is the database's clock (DB.Now): real time plus an offset that
 // tests move forward to make orders expire. Redis keeps its own clock.
-type testClock struct{ offset atomic.Int64 }
+type Clock struct{ offset atomic.Int64 }
 
-func (c *testClock) now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
-func (c *testClock) advance(d time.Duration) { c.offset.Add(int64(d)) }
+// Now is the clock's time.
+func (c *Clock) Now() time.Time { return time.Now().Add(time.Duration(c.offset.Load())) }
 
-// checkoutEnv is an Orders on its own database and Redis prefix, with the
-// sandbox PG (same database, its own tables) mounted under /sandbox-pg of a
-// test server whose /payments/webhook hands webhooks to Orders.ConfirmWebhook
-// as the app's handler does.
-type checkoutEnv struct {
-	DB     *store.DB
-	R      *store.Redis
-	Holds  *store.Holds
-	Orders *store.Orders
-	PG     *toss.Client
-	SB     *sandbox.Sandbox
-	Clock  *testClock
-	Event  fixtureEvent
-	srv    *httptest.Server
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// Env is a checkout Service on its own database and Redis prefix, with the
+// sandbox PG (same database, its own schema) mounted under /sandbox-pg of a
+// test server whose /payments/webhook hands webhooks to
+// Service.ConfirmWebhook as the app's handler does. Checkout's PG is a
+// Gateway around PG.
+type Env struct {
+	DB       *store.DB
+	R        *store.Redis
+	Holds    *store.Holds
+	Orders   *store.Orders
+	Checkout *checkout.Service
+	PG       *toss.Client
+	SB       *sandbox.Sandbox
+	Clock    *Clock
+	Event    storetest.Event
+	srv      *httptest.Server
 	// browser posts the sandbox's checkout form without following redirects.
 	browser *http.Client
 
 	mu       sync.Mutex
-	webhooks []webhookCall
+	webhooks []WebhookCall
 }
 
-// webhookCall is one webhook the test server handled.
-type webhookCall struct {
-	paymentKey string
-	status     int
-	result     *boxoffice.Confirmation
+// WebhookCall is one webhook the test server handled: the payment it
+// named, the status it answered and the service's result.
+type WebhookCall struct {
+	PaymentKey string
+	Status     int
+	Result     *boxoffice.Confirmation
 }
 
-// gateway is the PG the Orders uses: the sandbox's client, whose refunds a
-// test can make fail as if the PG were unreachable.
-type gateway struct {
+// Gateway is the PG the Service uses: the sandbox's client, whose refunds a
+// test can make fail as if the PG were unreachable (CancelDown).
+type Gateway struct {
 	*toss.Client
-	cancelDown atomic.Bool
+	CancelDown atomic.Bool
 }
 
-func (g *gateway) Cancel(ctx context.Context, paymentKey string, r boxoffice.CancelRequest) (*boxoffice.Payment, error) {
-	if g.cancelDown.Load() {
+// Cancel is the client's, or a connection error while CancelDown is set.
+func (g *Gateway) Cancel(ctx context.Context, paymentKey string, r boxoffice.CancelRequest) (*boxoffice.Payment, error) {
+	if g.CancelDown.Load() {
 		return nil, fmt.Errorf("toss payments: POST cancel: %w", errors.New("dial tcp: connection refused"))
 	}
 	return g.Client.Cancel(ctx, paymentKey, r)
 }
 
-// newCheckoutEnv returns an env with an on-sale event of seats seats (R:
-// 150,000 KRW in section A, S: 100,000 KRW in section B; limit 5).
-func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
+// New returns an env with an on-sale event of seats seats (R: 150,000 KRW
+// in section A, S: 100,000 KRW in section B; limit 5).
+func New(tb testing.TB, seats int) *Env {
 	tb.Helper()
-	env := &checkoutEnv{DB: storetest.MustOpenDB(tb), R: storetest.MustOpenRedis(tb), Clock: &testClock{}}
-	env.DB.Now = env.Clock.now
+	env := &Env{DB: storetest.MustOpenDB(tb), R: storetest.MustOpenRedis(tb), Clock: &Clock{}}
+	env.DB.Now = env.Clock.Now
 	holds, err := store.NewHolds(env.DB, env.R, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	holds.MapMaxAge = 0
 	env.Holds = holds
-	env.Event = newHoldEvent(tb, env.DB, seats)
+	env.Event = storetest.NewEvent(tb, env.DB, seats)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /payments/webhook", env.serveWebhook)
@@ -101,7 +117,7 @@ func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
 	env.SB, err = sandbox.New(context.Background(), sandbox.Config{
 		Provider:    sandbox.Provider,
 		Pool:        env.DB.Pool,
-		SecretKey:   pgSecret,
+		SecretKey:   PGSecret,
 		WebhookURL:  env.srv.URL + "/payments/webhook",
 		LateDelay:   100 * time.Millisecond,
 		RetryDelays: []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond},
@@ -113,62 +129,70 @@ func newCheckoutEnv(tb testing.TB, seats int) *checkoutEnv {
 	tb.Cleanup(func() { env.SB.Close() }) // before the database closes (registered earlier)
 	mux.Handle("/sandbox-pg/", http.StripPrefix("/sandbox-pg", env.SB))
 
-	env.PG = &toss.Client{BaseURL: env.srv.URL + "/sandbox-pg", SecretKey: pgSecret, HTTP: env.srv.Client()}
-	env.Orders = env.newOrders(&gateway{Client: env.PG})
+	env.PG = &toss.Client{BaseURL: env.srv.URL + "/sandbox-pg", SecretKey: PGSecret, HTTP: env.srv.Client()}
+	env.Orders = env.NewOrders()
+	env.Checkout = env.NewService(env.Orders, &Gateway{Client: env.PG})
 	env.browser = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	return env
 }
 
-// newOrders returns an Orders of the env with its own PG: another instance
-// of the service.
-func (env *checkoutEnv) newOrders(pg boxoffice.PaymentGateway) *store.Orders {
-	return &store.Orders{
-		DB: env.DB, Holds: env.Holds, PG: pg, TicketSecret: []byte(ticketSecret),
-		SuccessURL: successURL, FailURL: failURL, Logger: slog.New(slog.DiscardHandler),
+// NewOrders returns an Orders of the env: another instance's.
+func (env *Env) NewOrders() *store.Orders {
+	return &store.Orders{DB: env.DB, Holds: env.Holds, TicketSecret: []byte(TicketSecret), Logger: slog.New(slog.DiscardHandler)}
+}
+
+// NewService returns a Service of the env on orders with its own PG:
+// another instance's.
+func (env *Env) NewService(orders *store.Orders, pg boxoffice.PaymentGateway) *checkout.Service {
+	return &checkout.Service{
+		Orders: orders, Refunds: &store.Refunds{DB: env.DB, Holds: env.Holds, Logger: slog.New(slog.DiscardHandler)}, PG: pg,
+		SuccessURL: SuccessURL, FailURL: FailURL, Logger: slog.New(slog.DiscardHandler),
 	}
 }
 
-func (env *checkoutEnv) gateway() *gateway { return env.Orders.PG.(*gateway) }
+// Gateway returns the PG of the env's Service.
+func (env *Env) Gateway() *Gateway { return env.Checkout.PG.(*Gateway) }
 
 // serveWebhook handles POST /payments/webhook as the app does: parse, then
-// ConfirmWebhook; 200 once handled, 400 for garbage, 5xx otherwise.
-func (env *checkoutEnv) serveWebhook(w http.ResponseWriter, r *http.Request) {
+// Service.ConfirmWebhook; 200 once handled, 400 for garbage, 5xx otherwise.
+func (env *Env) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, toss.MaxWebhookBytes+1))
 	ev, err := toss.ParseWebhook(body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	c, err := env.Orders.ConfirmWebhook(r.Context(), ev.Data.PaymentKey, ev.Data.OrderID)
+	c, err := env.Checkout.ConfirmWebhook(r.Context(), ev.Data.PaymentKey, ev.Data.OrderID)
 	status := http.StatusOK
 	if err != nil {
 		status = http.StatusServiceUnavailable
 	}
 	env.mu.Lock()
-	env.webhooks = append(env.webhooks, webhookCall{paymentKey: ev.Data.PaymentKey, status: status, result: c})
+	env.webhooks = append(env.webhooks, WebhookCall{PaymentKey: ev.Data.PaymentKey, Status: status, Result: c})
 	env.mu.Unlock()
 	w.WriteHeader(status)
 }
 
-// webhookCalls returns the webhooks handled for a payment, in order.
-func (env *checkoutEnv) webhookCalls(paymentKey string) []webhookCall {
+// WebhookCalls returns the webhooks handled for a payment, in order.
+func (env *Env) WebhookCalls(paymentKey string) []WebhookCall {
 	env.mu.Lock()
 	defer env.mu.Unlock()
-	var out []webhookCall
+	var out []WebhookCall
 	for _, c := range env.webhooks {
-		if c.paymentKey == paymentKey {
+		if c.PaymentKey == paymentKey {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func (env *checkoutEnv) account(tb testing.TB) int64 { return newHoldAccount(tb, env.DB) }
+// Account returns a new fan account.
+func (env *Env) Account(tb testing.TB) int64 { return storetest.NewAccount(tb, env.DB) }
 
-// order holds labels for the account and checks out.
-func (env *checkoutEnv) order(tb testing.TB, acct int64, labels ...string) *boxoffice.Order {
+// Order holds labels for the account and checks out.
+func (env *Env) Order(tb testing.TB, acct int64, labels ...string) *boxoffice.Order {
 	tb.Helper()
-	req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
+	req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: Limit, TTL: HoldTTL}
 	if _, err := env.Holds.Hold(context.Background(), req, labels); err != nil {
 		tb.Fatalf("account %d holds %v: %v", acct, labels, err)
 	}
@@ -179,13 +203,13 @@ func (env *checkoutEnv) order(tb testing.TB, acct int64, labels ...string) *boxo
 	return o
 }
 
-// pay pays for the order on the sandbox's checkout page under a scenario and
+// Pay pays for the order on the sandbox's checkout page under a scenario and
 // returns the success redirect's payment key and amount.
-func (env *checkoutEnv) pay(tb testing.TB, o *boxoffice.Order, scenario string) (string, int64) {
+func (env *Env) Pay(tb testing.TB, o *boxoffice.Order, scenario string) (string, int64) {
 	tb.Helper()
 	resp, err := env.browser.PostForm(env.srv.URL+"/sandbox-pg/checkout", url.Values{
 		"orderId": {o.ID}, "amount": {strconv.FormatInt(o.Amount, 10)}, "orderName": {o.Name},
-		"successUrl": {successURL}, "failUrl": {failURL}, "action": {"pay"}, "scenario": {scenario},
+		"successUrl": {SuccessURL}, "failUrl": {FailURL}, "action": {"pay"}, "scenario": {scenario},
 	})
 	if err != nil {
 		tb.Fatalf("pay order %s: %v", o.ID, err)
@@ -203,23 +227,24 @@ func (env *checkoutEnv) pay(tb testing.TB, o *boxoffice.Order, scenario string) 
 	return q.Get("paymentKey"), amount
 }
 
-// redirect is the buyer's success redirect: Confirm with its amount.
-func (env *checkoutEnv) redirect(orderID, paymentKey string, amount int64) (*boxoffice.Confirmation, error) {
-	return env.Orders.Confirm(context.Background(), orderID, paymentKey, &amount)
+// Redirect is the buyer's success redirect: Confirm with its amount.
+func (env *Env) Redirect(orderID, paymentKey string, amount int64) (*boxoffice.Confirmation, error) {
+	return env.Checkout.Confirm(context.Background(), orderID, paymentKey, &amount)
 }
 
-func (env *checkoutEnv) mustRedirect(tb testing.TB, orderID, paymentKey string, amount int64) *boxoffice.Confirmation {
+// MustRedirect is Redirect, failing the test on an error.
+func (env *Env) MustRedirect(tb testing.TB, orderID, paymentKey string, amount int64) *boxoffice.Confirmation {
 	tb.Helper()
-	c, err := env.redirect(orderID, paymentKey, amount)
+	c, err := env.Redirect(orderID, paymentKey, amount)
 	if err != nil {
 		tb.Fatalf("redirect of payment %s: %v", paymentKey, err)
 	}
 	return c
 }
 
-// postWebhook sends a PAYMENT_STATUS_CHANGED webhook naming the payment to
+// PostWebhook sends a PAYMENT_STATUS_CHANGED webhook naming the payment to
 // the test server, as the PG would, and returns the status.
-func (env *checkoutEnv) postWebhook(tb testing.TB, p *boxoffice.Payment, createdAt time.Time) int {
+func (env *Env) PostWebhook(tb testing.TB, p *boxoffice.Payment, createdAt time.Time) int {
 	tb.Helper()
 	body := fmt.Sprintf(`{"eventType":"PAYMENT_STATUS_CHANGED","createdAt":%q,"data":{"paymentKey":%q,"orderId":%q,"status":"DONE","totalAmount":1}}`,
 		createdAt.Format(toss.WebhookCreatedAtLayout), p.PaymentKey, p.OrderID)
@@ -232,7 +257,8 @@ func (env *checkoutEnv) postWebhook(tb testing.TB, p *boxoffice.Payment, created
 	return resp.StatusCode
 }
 
-func (env *checkoutEnv) findOrder(tb testing.TB, id string) *boxoffice.Order {
+// FindOrder returns the order, failing the test if it cannot.
+func (env *Env) FindOrder(tb testing.TB, id string) *boxoffice.Order {
 	tb.Helper()
 	o, err := env.Orders.FindOrderByID(context.Background(), id)
 	if err != nil {
@@ -241,8 +267,8 @@ func (env *checkoutEnv) findOrder(tb testing.TB, id string) *boxoffice.Order {
 	return o
 }
 
-// pgStatus returns the sandbox's status of a payment.
-func (env *checkoutEnv) pgStatus(tb testing.TB, paymentKey string) boxoffice.PaymentStatus {
+// PGStatus returns the sandbox's status of a payment.
+func (env *Env) PGStatus(tb testing.TB, paymentKey string) boxoffice.PaymentStatus {
 	tb.Helper()
 	p, err := env.PG.GetPayment(context.Background(), paymentKey)
 	if err != nil {
@@ -251,8 +277,8 @@ func (env *checkoutEnv) pgStatus(tb testing.TB, paymentKey string) boxoffice.Pay
 	return p.Status
 }
 
-// outcome returns the recorded outcome and reason of a payment ("" if none).
-func (env *checkoutEnv) outcome(tb testing.TB, paymentKey string) (boxoffice.PaymentOutcome, string) {
+// Outcome returns the recorded outcome and reason of a payment ("" if none).
+func (env *Env) Outcome(tb testing.TB, paymentKey string) (boxoffice.PaymentOutcome, string) {
 	tb.Helper()
 	var outcome boxoffice.PaymentOutcome
 	var reason string
@@ -264,8 +290,8 @@ func (env *checkoutEnv) outcome(tb testing.TB, paymentKey string) (boxoffice.Pay
 	return outcome, reason
 }
 
-// count runs a count(*) query.
-func (env *checkoutEnv) count(tb testing.TB, query string, args ...any) int {
+// Count runs a count(*) query.
+func (env *Env) Count(tb testing.TB, query string, args ...any) int {
 	tb.Helper()
 	var n int
 	if err := env.DB.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
@@ -274,16 +300,16 @@ func (env *checkoutEnv) count(tb testing.TB, query string, args ...any) int {
 	return n
 }
 
-// expire moves the clock past the payment window and runs the expiry.
-func (env *checkoutEnv) expire(tb testing.TB) {
+// Expire moves the clock past the payment window and runs the expiry.
+func (env *Env) Expire(tb testing.TB) {
 	tb.Helper()
-	env.Clock.advance(boxoffice.DefaultPaymentWindow + time.Second)
+	env.Clock.Advance(boxoffice.DefaultPaymentWindow + time.Second)
 	if _, err := env.Orders.ExpireOrders(context.Background()); err != nil {
 		tb.Fatalf("ExpireOrders: %v", err)
 	}
 }
 
-// checkInvariants asserts, after the sandbox delivered its webhooks, the
+// CheckInvariants asserts, after the sandbox delivered its webhooks, the
 // rules that no interleaving may break (DESIGN rules 1 to 4):
 //   - a CONFIRMED order has one confirmed payment, a sold seat and a live
 //     ticket per item not refunded and one order.confirmed outbox row; any
@@ -293,7 +319,7 @@ func (env *checkoutEnv) expire(tb testing.TB) {
 //   - every payment the PG holds as DONE for our orders is recorded as
 //     confirmed or refund_pending (no money kept without tickets), every
 //     confirmed payment is DONE at the PG and every refunded one CANCELED.
-func (env *checkoutEnv) checkInvariants(tb testing.TB) {
+func (env *Env) CheckInvariants(tb testing.TB) {
 	tb.Helper()
 	env.SB.Wait()
 	checks := []struct {
@@ -337,25 +363,35 @@ func (env *checkoutEnv) checkInvariants(tb testing.TB) {
 			   OR (p.outcome = 'refunded' AND sp.status <> 'CANCELED')`},
 	}
 	for _, c := range checks {
-		if n := env.count(tb, c.query); n != 0 {
+		if n := env.Count(tb, c.query); n != 0 {
 			tb.Errorf("invariant broken: %d %s", n, c.what)
 		}
 	}
 }
 
-// wantOrder checks an order's status and failure code.
-func wantOrder(tb testing.TB, o *boxoffice.Order, status boxoffice.OrderStatus, failure string) {
+// WantOrder checks an order's status and failure code.
+func WantOrder(tb testing.TB, o *boxoffice.Order, status boxoffice.OrderStatus, failure string) {
 	tb.Helper()
 	if o.Status != status || o.FailureCode != failure {
 		tb.Errorf("order %s: status %s, failure %q (%s); want %s, %q", o.ID, o.Status, o.FailureCode, o.FailureMessage, status, failure)
 	}
 }
 
-// ticketIDs lists an order's ticket ids.
-func ticketIDs(o *boxoffice.Order) []string {
+// TicketIDs lists an order's ticket ids.
+func TicketIDs(o *boxoffice.Order) []string {
 	out := make([]string, len(o.Tickets))
 	for i, t := range o.Tickets {
 		out[i] = t.ID
 	}
 	return out
+}
+
+// MyHolds returns the account's holds of the event and their time left.
+func (env *Env) MyHolds(tb testing.TB, acct int64) ([]string, time.Duration) {
+	tb.Helper()
+	labels, ttl, err := env.Holds.MyHolds(context.Background(), env.Event.ID, acct)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return labels, ttl
 }

@@ -1,15 +1,16 @@
-package store_test
+package checkout_test
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 	"github.com/boxoffice/boxoffice/store"
@@ -30,17 +31,18 @@ func (g *refundGateway) Cancel(ctx context.Context, paymentKey string, r boxoffi
 	return g.Client.Cancel(ctx, paymentKey, r)
 }
 
-func (env *checkoutEnv) refunds() (*store.Refunds, *refundGateway) {
+// refunds returns a Service of the env whose PG can refuse refunds.
+func refunds(env *checkouttest.Env) (*checkout.Service, *refundGateway) {
 	g := &refundGateway{Client: env.PG}
-	return &store.Refunds{DB: env.DB, Holds: env.Holds, PG: g, Logger: slog.New(slog.DiscardHandler)}, g
+	return env.NewService(env.Orders, g), g
 }
 
 // sold confirms an order of labels for acct and returns it with its payment key.
-func (env *checkoutEnv) sold(tb testing.TB, acct int64, labels ...string) (*boxoffice.Order, string) {
+func sold(env *checkouttest.Env, tb testing.TB, acct int64, labels ...string) (*boxoffice.Order, string) {
 	tb.Helper()
-	o := env.order(tb, acct, labels...)
-	key, amount := env.pay(tb, o, sandbox.ScenarioWebhookNever)
-	if c := env.mustRedirect(tb, o.ID, key, amount); c.Order.Status != boxoffice.OrderConfirmed {
+	o := env.Order(tb, acct, labels...)
+	key, amount := env.Pay(tb, o, sandbox.ScenarioWebhookNever)
+	if c := env.MustRedirect(tb, o.ID, key, amount); c.Order.Status != boxoffice.OrderConfirmed {
 		tb.Fatalf("order %s is %s, want CONFIRMED", o.ID, c.Order.Status)
 	}
 	return o, key
@@ -55,14 +57,14 @@ func (env *checkoutEnv) sold(tb testing.TB, acct int64, labels ...string) (*boxo
 //     number, in PostgreSQL and in Redis's copy (bought:{e});
 //   - the seats of done refunds are not sold in Redis's copy, the others are;
 //   - the order is REFUNDED exactly when no ticket is left.
-func (env *checkoutEnv) checkRefunds(tb testing.TB, o *boxoffice.Order, paymentKey string) {
+func checkRefunds(env *checkouttest.Env, tb testing.TB, o *boxoffice.Order, paymentKey string) {
 	tb.Helper()
 	ctx := context.Background()
 	p, err := env.PG.GetPayment(ctx, paymentKey)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	refunded := env.count(tb, `SELECT COALESCE(sum(amount), 0)::int FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID)
+	refunded := env.Count(tb, `SELECT COALESCE(sum(amount), 0)::int FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID)
 	if int64(refunded) != p.TotalAmount-p.BalanceAmount || int64(refunded) > o.Amount {
 		tb.Errorf("order %s: refunds done of %d, the PG refunded %d of %d", o.ID, refunded, p.TotalAmount-p.BalanceAmount, o.Amount)
 	}
@@ -88,7 +90,7 @@ func (env *checkoutEnv) checkRefunds(tb testing.TB, o *boxoffice.Order, paymentK
 	if !slices.Equal(live, soldRows) || !slices.Equal(live, unrefunded) {
 		tb.Errorf("order %s: live tickets %v, sold seats %v, seats not refunded %v; want the same", o.ID, live, soldRows, unrefunded)
 	}
-	if n := env.count(tb, `SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2`, o.EventID, o.AccountID); n != len(live) {
+	if n := env.Count(tb, `SELECT tickets FROM purchase_count WHERE event_id = $1 AND account_id = $2`, o.EventID, o.AccountID); n != len(live) {
 		tb.Errorf("order %s: purchase count %d, want %d", o.ID, n, len(live))
 	}
 	bought, err := env.R.Client.HGet(ctx, env.R.Key("bought:{%d}", o.EventID), strconv.FormatInt(o.AccountID, 10)).Int()
@@ -104,25 +106,25 @@ func (env *checkoutEnv) checkRefunds(tb testing.TB, o *boxoffice.Order, paymentK
 			tb.Errorf("order %s: seat %s sold in Redis %v, want %v", o.ID, l, in, want)
 		}
 	}
-	if st := env.findOrder(tb, o.ID).Status; (st == boxoffice.OrderRefunded) != (len(live) == 0) || (st != boxoffice.OrderRefunded && st != boxoffice.OrderConfirmed) {
+	if st := env.FindOrder(tb, o.ID).Status; (st == boxoffice.OrderRefunded) != (len(live) == 0) || (st != boxoffice.OrderRefunded && st != boxoffice.OrderConfirmed) {
 		tb.Errorf("order %s is %s with %d live tickets", o.ID, st, len(live))
 	}
 }
 
 // Ten admins refund the whole order, ten refund its first ticket and ten the
 // rest, while the PG's webhook for those refunds is handled again and again,
-// round after round: each seat is freed once, the limit given back once, the
+// round after round: each seat is freed once, the checkouttest.Limit given back once, the
 // PG asked once per refund, and the seats can be sold again.
-func TestRefunds_Refund_Race(t *testing.T) {
+func TestService_Refund_Race(t *testing.T) {
 	t.Parallel()
 	const rounds, admins, webhooks = 8, 10, 10
-	env := newCheckoutEnv(t, rounds*3+limit)
+	env := checkouttest.New(t, rounds*3+checkouttest.Limit)
 	ctx := context.Background()
-	refunds, _ := env.refunds()
+	refunds, _ := refunds(env)
 	for round := range rounds {
-		acct := env.account(t)
+		acct := env.Account(t)
 		seats := env.Event.Labels[round*3 : round*3+3]
-		o, key := env.sold(t, acct, seats...)
+		o, key := sold(env, t, acct, seats...)
 		var ok atomic.Int64
 		storetest.AtOnce(3*admins+webhooks, func(i int) {
 			if i >= 3*admins {
@@ -148,7 +150,7 @@ func TestRefunds_Refund_Race(t *testing.T) {
 				t.Errorf("round %d: refund %v: %v", round, req.Seats, err)
 			}
 		})
-		if n := env.count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID); int64(n) != ok.Load() || n == 0 {
+		if n := env.Count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID); int64(n) != ok.Load() || n == 0 {
 			t.Errorf("round %d: %d refunds succeeded, %d done", round, ok.Load(), n)
 		}
 		p, err := env.PG.GetPayment(ctx, key)
@@ -158,42 +160,42 @@ func TestRefunds_Refund_Race(t *testing.T) {
 		if len(p.Cancels) != int(ok.Load()) {
 			t.Errorf("round %d: the PG made %d refunds, want %d (one per refund)", round, len(p.Cancels), ok.Load())
 		}
-		env.checkRefunds(t, o, key)
+		checkRefunds(env, t, o, key)
 		// The rest, if any, is refunded, and then the seats sell again and the
-		// buyer may buy up to the limit again.
+		// buyer may buy up to the checkouttest.Limit again.
 		if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "the rest"}); err != nil && boxoffice.ErrorCode(err) != boxoffice.ECONFLICT {
 			t.Fatalf("round %d: refund the rest: %v", round, err)
 		}
-		env.checkRefunds(t, o, key)
-		if st := env.findOrder(t, o.ID).Status; st != boxoffice.OrderRefunded {
+		checkRefunds(env, t, o, key)
+		if st := env.FindOrder(t, o.ID).Status; st != boxoffice.OrderRefunded {
 			t.Fatalf("round %d: order %s is %s after refunding all, want REFUNDED", round, o.ID, st)
 		}
-		again, _ := env.sold(t, env.account(t), seats...)
-		wantOrder(t, env.findOrder(t, again.ID), boxoffice.OrderConfirmed, "")
+		again, _ := sold(env, t, env.Account(t), seats...)
+		checkouttest.WantOrder(t, env.FindOrder(t, again.ID), boxoffice.OrderConfirmed, "")
 	}
-	buyer := env.account(t)
-	o, _ := env.sold(t, buyer, env.Event.Labels[rounds*3])
-	if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "limit back"}); err != nil {
+	buyer := env.Account(t)
+	o, _ := sold(env, t, buyer, env.Event.Labels[rounds*3])
+	if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "checkouttest.Limit back"}); err != nil {
 		t.Fatal(err)
 	}
-	req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: buyer, Limit: limit, TTL: holdTTL}
-	if _, err := env.Holds.Hold(ctx, req, env.Event.Labels[rounds*3:rounds*3+limit]); err != nil {
-		t.Errorf("the buyer holds %d seats after its refund (limit %d): %v", limit, limit, err)
+	req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: buyer, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}
+	if _, err := env.Holds.Hold(ctx, req, env.Event.Labels[rounds*3:rounds*3+checkouttest.Limit]); err != nil {
+		t.Errorf("the buyer holds %d seats after its refund (checkouttest.Limit %d): %v", checkouttest.Limit, checkouttest.Limit, err)
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }
 
 // A refund racing a load of Redis's sold-seat copy that read PostgreSQL
 // before the refund committed: the copy never counts the refunded seat as
 // sold afterwards.
-func TestRefunds_Refund_RaceWithCacheLoad(t *testing.T) {
+func TestService_Refund_RaceWithCacheLoad(t *testing.T) {
 	t.Parallel()
 	const rounds = 20
-	env := newCheckoutEnv(t, rounds)
+	env := checkouttest.New(t, rounds)
 	ctx := context.Background()
-	refunds, _ := env.refunds()
+	refunds, _ := refunds(env)
 	for round := range rounds {
-		o, key := env.sold(t, env.account(t), env.Event.Labels[round])
+		o, key := sold(env, t, env.Account(t), env.Event.Labels[round])
 		storetest.AtOnce(2, func(i int) {
 			if i == 0 {
 				if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "race"}); err != nil {
@@ -206,23 +208,23 @@ func TestRefunds_Refund_RaceWithCacheLoad(t *testing.T) {
 				t.Errorf("seat statuses: %v", err)
 			}
 		})
-		env.checkRefunds(t, o, key)
+		checkRefunds(env, t, o, key)
 	}
 }
 
 // Bad input changes nothing: an empty reason, seats not in the order, seats
 // refunded already, an order that is not confirmed, a PG that refuses.
-func TestRefunds_Refund_Refused(t *testing.T) {
+func TestService_Refund_Refused(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 10)
+	env := checkouttest.New(t, 10)
 	ctx := context.Background()
-	refunds, gw := env.refunds()
-	acct := env.account(t)
-	o, key := env.sold(t, acct, env.Event.R[0], env.Event.R[1])
+	refunds, gw := refunds(env)
+	acct := env.Account(t)
+	o, key := sold(env, t, acct, env.Event.R[0], env.Event.R[1])
 	if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Seats: []string{env.Event.R[0]}, Reason: "first"}); err != nil {
 		t.Fatal(err)
 	}
-	pending := env.order(t, env.account(t), env.Event.S[0])
+	pending := env.Order(t, env.Account(t), env.Event.S[0])
 	for _, tt := range []struct {
 		name string
 		req  boxoffice.RefundRequest
@@ -242,34 +244,34 @@ func TestRefunds_Refund_Refused(t *testing.T) {
 			if got := boxoffice.ErrorCode(err); got != tt.code {
 				t.Errorf("Refund(%+v) = %v, want %s", tt.req, err, tt.code)
 			}
-			env.checkRefunds(t, o, key)
-			if n := env.count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID); n != 1 {
+			checkRefunds(env, t, o, key)
+			if n := env.Count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID); n != 1 {
 				t.Errorf("%d refunds done, want 1", n)
 			}
 		})
 	}
-	if n := env.count(t, `SELECT count(*) FROM audit_log WHERE order_id = $1 AND action = $2`, o.ID, store.AuditRefundFailed); n != 1 {
+	if n := env.Count(t, `SELECT count(*) FROM audit_log WHERE order_id = $1 AND action = $2`, o.ID, store.AuditRefundFailed); n != 1 {
 		t.Errorf("%d audit rows of the refused refund, want 1", n)
 	}
 	// After the refusal the seat can still be refunded.
 	if res, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "again"}); err != nil || res.Status != boxoffice.OrderRefunded {
 		t.Errorf("refund after a refusal: %+v, %v; want REFUNDED", res, err)
 	}
-	env.checkRefunds(t, o, key)
+	checkRefunds(env, t, o, key)
 }
 
 // A refund made at the PG's dashboard, part then the rest, learned from its
 // webhook delivered many times at once: applied once each, as the admin's
 // refund of those tickets would be.
-func TestRefunds_ApplyPGCancels(t *testing.T) {
+func TestService_ApplyPGCancels(t *testing.T) {
 	t.Parallel()
 	const rounds, webhooks = 6, 20
-	env := newCheckoutEnv(t, rounds*4)
+	env := checkouttest.New(t, rounds*4)
 	ctx := context.Background()
-	refunds, _ := env.refunds()
+	refunds, _ := refunds(env)
 	for round := range rounds {
 		seats := []string{env.Event.R[round], env.Event.S[round], env.Event.S[rounds+round]}
-		o, key := env.sold(t, env.account(t), seats...)
+		o, key := sold(env, t, env.Account(t), seats...)
 		sPrice := o.Items[len(o.Items)-1].Price
 		for step, amount := range []int64{sPrice, o.Amount - sPrice} {
 			req := boxoffice.CancelRequest{Reason: "고객 요청", Amount: &boxoffice.Money{Amount: amount, Currency: o.Currency}, RefundID: fmt.Sprintf("dashboard-%d", step)}
@@ -281,14 +283,14 @@ func TestRefunds_ApplyPGCancels(t *testing.T) {
 					t.Errorf("round %d: webhook: %v", round, err)
 				}
 			})
-			if n := env.count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done' AND source = 'pg'`, o.ID); n != step+1 {
+			if n := env.Count(t, `SELECT count(*) FROM refund WHERE order_id = $1 AND status = 'done' AND source = 'pg'`, o.ID); n != step+1 {
 				t.Errorf("round %d step %d: %d refunds from the PG done, want %d", round, step, n, step+1)
 			}
-			env.checkRefunds(t, o, key)
+			checkRefunds(env, t, o, key)
 		}
-		if st := env.findOrder(t, o.ID).Status; st != boxoffice.OrderRefunded {
+		if st := env.FindOrder(t, o.ID).Status; st != boxoffice.OrderRefunded {
 			t.Errorf("round %d: order %s is %s, want REFUNDED", round, o.ID, st)
 		}
 	}
-	env.checkInvariants(t)
+	env.CheckInvariants(t)
 }

@@ -1,4 +1,4 @@
-package store_test
+package checkout_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
 )
@@ -29,14 +30,14 @@ func (g *refusingPG) GetPayment(context.Context, string) (*boxoffice.Payment, er
 // is a wait for the buyer (EUNAVAILABLE, with a sentence), never a failure
 // of the order nor an error without a code (a 500 page); nothing is
 // recorded, and the payment is confirmed once the PG answers again.
-func TestOrders_Confirm_PGRefusesTheKey(t *testing.T) {
+func TestService_Confirm_PGRefusesTheKey(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 6)
+	env := checkouttest.New(t, 6)
 	ctx := context.Background()
-	o := env.order(t, env.account(t), env.Event.R[0])
-	key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
+	o := env.Order(t, env.Account(t), env.Event.R[0])
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 	for _, code := range []string{boxoffice.PGInvalidAPIKey, boxoffice.PGUnauthorizedKey} {
-		refusing := env.newOrders(&refusingPG{Client: env.PG, err: &boxoffice.PGError{Status: http.StatusBadRequest, Code: code, Message: "bad key"}})
+		refusing := env.NewService(env.Orders, &refusingPG{Client: env.PG, err: &boxoffice.PGError{Status: http.StatusBadRequest, Code: code, Message: "bad key"}})
 		_, err := refusing.Confirm(ctx, o.ID, key, &amount)
 		if boxoffice.ErrorCode(err) != boxoffice.EUNAVAILABLE || boxoffice.ErrorMsg(err).ID != "err_pg_refused" {
 			t.Errorf("%s on the redirect: %v (code %q), want EUNAVAILABLE err_pg_refused", code, err, boxoffice.ErrorCode(err))
@@ -45,10 +46,10 @@ func TestOrders_Confirm_PGRefusesTheKey(t *testing.T) {
 			t.Errorf("%s on the webhook: %v, want EUNAVAILABLE (the PG retries)", code, err)
 		}
 	}
-	if out, _ := env.outcome(t, key); out != "" {
+	if out, _ := env.Outcome(t, key); out != "" {
 		t.Errorf("payment recorded %q while the PG refused, want nothing", out)
 	}
-	wantOrder(t, env.findOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
-	wantOrder(t, env.mustRedirect(t, o.ID, key, amount).Order, boxoffice.OrderConfirmed, "")
-	env.checkInvariants(t)
+	checkouttest.WantOrder(t, env.FindOrder(t, o.ID), boxoffice.OrderPendingPayment, "")
+	checkouttest.WantOrder(t, env.MustRedirect(t, o.ID, key, amount).Order, boxoffice.OrderConfirmed, "")
+	env.CheckInvariants(t)
 }
