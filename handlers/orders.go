@@ -73,19 +73,28 @@ func (s *Server) ownOrderByID(ctx context.Context, id string) (*boxoffice.Order,
 // anyone else). JSON: {"order_id", "status", "amount", "currency", "seats",
 // "tickets": [{"id", "seat", "code", "qr_url"}], "expires_at", "event_id",
 // "failure", "checkout_url" (while payable)}; htmx: the live part alone.
+// ?pg=unavailable or ?pg=refused (where the success redirect sends the
+// buyer when the PG left the payment unsettled) adds why to a pending
+// order's page; any other value is ignored.
 func (s *Server) handleOrder(c echo.Context) error {
 	o, err := s.ownOrder(c)
 	if err != nil {
 		return err
 	}
-	return s.renderOrder(c, o, "")
+	v := views.OrderView{Order: o}
+	if w := c.QueryParam("pg"); w == views.PGWaitUnavailable || w == views.PGWaitRefused {
+		v.PGWait = w
+	}
+	return s.renderOrder(c, v)
 }
 
-// renderOrder answers with the order as JSON, the live fragment (htmx) or
-// the page; failCode is the PG's fail code the page explains.
-func (s *Server) renderOrder(c echo.Context, o *boxoffice.Order, failCode string) error {
+// renderOrder answers with v's order as JSON, the live fragment (htmx) or
+// the page; v's FailCode and PGWait say what the page explains, and the
+// time and the way to pay are filled in here.
+func (s *Server) renderOrder(c echo.Context, v views.OrderView) error {
+	o := v.Order
 	now := s.Now()
-	v := views.OrderView{Order: o, Now: now, FailCode: failCode}
+	v.Now = now
 	if o.Payable(now) {
 		v.CheckoutURL = s.Checkout.CheckoutURL(o)
 	}

@@ -53,11 +53,15 @@ func (s *Server) handleCheckout(c echo.Context) error {
 // the PG's redirect after the buyer authenticated: it confirms the payment
 // (the order's own amount is compared with the redirect's first) and answers
 // 303 to the order page, which shows the outcome. While the PG does not
-// answer, the order page shows the order pending and follows it until the
-// webhook or the reconciler settles it. JSON: {"order_id", "status",
-// "outcome"}. Errors: 400 for a malformed redirect (a paymentKey of 1 to 200
-// bytes, an orderId as Toss's, a positive whole amount) or another order's
-// payment; 404 for an unknown order.
+// answer, or refuses our key (a PG error the buyer cannot fix), the order
+// page says so (?pg=unavailable or ?pg=refused), the operator reads the PG's
+// answer in the log, and the page follows the order until the webhook or
+// the reconciler settles it. The confirmation is the same whoever follows
+// the redirect (another account's browser included); only the order's
+// owner then sees the order: JSON {"order_id", "status", "outcome"} to the
+// owner, 404 to anyone else. Errors: 400 for a malformed redirect (a
+// paymentKey of 1 to 200 bytes, an orderId as Toss's, a positive whole
+// amount) or another order's payment; 404 for an unknown order.
 func (s *Server) handlePaymentSuccess(c echo.Context) error {
 	q := c.Request().URL.Query()
 	orderID, paymentKey := q.Get("orderId"), q.Get("paymentKey")
@@ -65,19 +69,32 @@ func (s *Server) handlePaymentSuccess(c echo.Context) error {
 	if err != nil || amount <= 0 || !boxoffice.ValidOrderID(orderID) || !boxoffice.ValidPaymentKey(paymentKey) {
 		return errBadPaymentLink
 	}
-	conf, err := s.Checkout.Confirm(c.Request().Context(), orderID, paymentKey, &amount)
+	ctx := c.Request().Context()
+	conf, err := s.Checkout.Confirm(ctx, orderID, paymentKey, &amount)
+	wait := ""
 	if boxoffice.ErrorCode(err) == boxoffice.EUNAVAILABLE {
 		s.Logger.Warn("payment redirect: not settled yet", "order_id", orderID, "payment_key", paymentKey, "err", err)
+		wait = views.PGWaitUnavailable
+		if boxoffice.ErrorMsg(err).ID == "err_pg_refused" {
+			wait = views.PGWaitRefused
+		}
 	} else if err != nil {
 		return err
 	}
 	if wantsJSON(c) {
+		if a := boxoffice.AccountFromContext(ctx); a == nil || conf != nil && conf.Order.AccountID != a.ID {
+			return errNoOrder
+		}
 		if conf == nil {
 			return err
 		}
 		return c.JSON(http.StatusOK, map[string]any{"order_id": orderID, "status": conf.Order.Status, "outcome": conf.Outcome})
 	}
-	return c.Redirect(http.StatusSeeOther, "/orders/"+url.PathEscape(orderID))
+	to := "/orders/" + url.PathEscape(orderID)
+	if wait != "" {
+		to += "?pg=" + wait
+	}
+	return c.Redirect(http.StatusSeeOther, to)
 }
 
 // handlePaymentFail handles GET /payments/fail?code&message&orderId, the PG's
@@ -100,7 +117,7 @@ func (s *Server) handlePaymentFail(c echo.Context) error {
 	if code == "" {
 		code = "UNKNOWN"
 	}
-	return s.renderOrder(c, o, code)
+	return s.renderOrder(c, views.OrderView{Order: o, FailCode: code})
 }
 
 // handleWebhook handles POST /payments/webhook, the PG's
