@@ -101,6 +101,7 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 		if p.Failure != nil {
 			detail = p.Failure.Code + ": " + p.Failure.Message
 		}
+		s.logger().Warn("the PG refused a payment", "order_id", o.ID, "payment_key", paymentKey, "failure", detail, "confirm", confirmErr)
 		return s.Orders.RecordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, detail, false)
 	case boxoffice.PaymentStatusWaitingForDeposit:
 		return s.Orders.Result(ctx, o.ID, paymentKey) // not paid yet: nothing to record
