@@ -109,8 +109,9 @@ func ClosedReason(failureCode string) string {
 }
 
 // Order is a fan's purchase of seats of one event. Amount is the sum of the
-// items' prices in the minor unit of Currency, computed by the server from
-// its own prices. FailureCode (a Reason constant) and FailureMessage (detail
+// items' prices with the event's currency (in its minor unit, ISO 4217),
+// computed by the server from its own prices; the items' prices are in that
+// currency too. FailureCode (a Reason constant) and FailureMessage (detail
 // for operators) say why an order failed or was refunded, or why its last
 // payment was refused while it stays payable. Items are ordered by seat;
 // Tickets exist once the order is CONFIRMED.
@@ -123,8 +124,7 @@ type Order struct {
 	TimeZone       string    // the event's IANA zone, for showing times
 	AccountID      int64
 	Status         OrderStatus
-	Amount         int64
-	Currency       string
+	Amount         Money
 	Name           string // what the PG shows the buyer, such as "Concert, 2 seats"
 	ExpiresAt      time.Time
 	FailureCode    string

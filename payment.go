@@ -25,9 +25,6 @@ type Money struct {
 // logs and operators' details (people read Money through views.Money).
 func (m Money) String() string { return strconv.FormatInt(m.Amount, 10) + " " + m.Currency }
 
-// Total returns the order's amount with its currency.
-func (o *Order) Total() Money { return Money{Amount: o.Amount, Currency: o.Currency} }
-
 // MaxPaymentKeyLen is the PG's limit on a paymentKey, in bytes (the payment
 // table holds the same).
 const MaxPaymentKeyLen = 200

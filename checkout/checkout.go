@@ -66,5 +66,5 @@ func (s *Service) CheckoutURL(o *boxoffice.Order) string {
 // its id, name and amount with currency (minor units), and SuccessURL and
 // FailURL.
 func (s *Service) CheckoutRequest(o *boxoffice.Order) boxoffice.CheckoutRequest {
-	return boxoffice.CheckoutRequest{OrderID: o.ID, OrderName: o.Name, Amount: o.Total(), SuccessURL: s.SuccessURL, FailURL: s.FailURL}
+	return boxoffice.CheckoutRequest{OrderID: o.ID, OrderName: o.Name, Amount: o.Amount, SuccessURL: s.SuccessURL, FailURL: s.FailURL}
 }

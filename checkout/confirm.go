@@ -68,8 +68,8 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 	if err != nil {
 		return nil, err
 	}
-	if redirect != nil && *redirect != o.Amount {
-		return s.failTampered(ctx, o, paymentKey, boxoffice.Money{Amount: *redirect, Currency: o.Currency})
+	if redirect != nil && *redirect != o.Amount.Amount {
+		return s.failTampered(ctx, o, paymentKey, boxoffice.Money{Amount: *redirect, Currency: o.Amount.Currency})
 	}
 	if c, err := s.Orders.Recorded(ctx, o, paymentKey); err != nil || c != nil {
 		if err != nil {
@@ -84,9 +84,9 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 	var c *boxoffice.Confirmation
 	switch p.Status {
 	case boxoffice.PaymentStatusDone:
-		if p.Total() != o.Total() {
+		if p.Total() != o.Amount {
 			c, err = s.Orders.RecordUnsold(ctx, o, p, boxoffice.ReasonAmountMismatch,
-				fmt.Sprintf("the PG reports %s, the order is %s", p.Total(), o.Total()))
+				fmt.Sprintf("the PG reports %s, the order is %s", p.Total(), o.Amount))
 		} else {
 			c, err = s.Orders.ConfirmPayment(ctx, o, p)
 		}
@@ -108,9 +108,9 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 	}
 	// READY or IN_PROGRESS: authenticated, never confirmed.
 	switch {
-	case p.Total() != o.Total():
+	case p.Total() != o.Amount:
 		return s.Orders.RecordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAmountMismatch,
-			fmt.Sprintf("the payment is for %s, the order is %s", p.Total(), o.Total()), true)
+			fmt.Sprintf("the payment is for %s, the order is %s", p.Total(), o.Amount), true)
 	case o.Status == boxoffice.OrderConfirmed:
 		return s.Orders.RecordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonAlreadyPaid, "", false)
 	case !o.Status.CanBecome(boxoffice.OrderConfirmed):
@@ -161,7 +161,7 @@ func (s *Service) failTampered(ctx context.Context, o *boxoffice.Order, paymentK
 	case err != nil || p.OrderID != o.ID:
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
 	}
-	return s.Orders.FailTampered(ctx, o.ID, fmt.Sprintf("the redirect says %s, the order is %s", redirect, o.Total()))
+	return s.Orders.FailTampered(ctx, o.ID, fmt.Sprintf("the redirect says %s, the order is %s", redirect, o.Amount))
 }
 
 // askPG confirms the payment at the PG if the order may still be paid, then
@@ -174,7 +174,7 @@ func (s *Service) askPG(ctx context.Context, o *boxoffice.Order, paymentKey stri
 	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
 		// The answer may be a replay (the Idempotency-Key), stale or an
 		// error: the look-up below decides.
-		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Total())
+		_, confirmErr = s.PG.Confirm(ctx, paymentKey, o.ID, o.Amount)
 	}
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {

@@ -187,7 +187,7 @@ func TestService_ConfirmWebhook_Repeats(t *testing.T) {
 		for round := range 5 {
 			o := env.Order(t, env.Account(t), env.Event.R[round])
 			key, _ := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-			p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
+			p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +206,7 @@ func TestService_ConfirmWebhook_Repeats(t *testing.T) {
 	t.Run("TwoEvents", func(t *testing.T) {
 		o := env.Order(t, env.Account(t), env.Event.S[0], env.Event.S[1])
 		key, _ := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-		p, err := env.PG.Confirm(ctx, key, o.ID, o.Total())
+		p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestService_Confirm_OtherOrdersRedirectFirst(t *testing.T) {
 		buyer := env.Order(t, env.Account(t), env.Event.R[2*round])
 		stranger := env.Order(t, env.Account(t), env.Event.R[2*round+1])
 		if buyer.Amount != stranger.Amount {
-			t.Fatalf("orders of %d and %d: the test needs one amount", buyer.Amount, stranger.Amount)
+			t.Fatalf("orders of %s and %s: the test needs one amount", buyer.Amount, stranger.Amount)
 		}
 		key, amount := env.Pay(t, buyer, sandbox.ScenarioWebhookNever)
 
@@ -309,7 +309,7 @@ func TestService_Confirm_CrashAfterPGConfirm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := env.Order(t, env.Account(t), env.Event.R[i])
 			key, _ := env.Pay(t, o, tt.scenario)
-			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Total()); err != nil { // the money moved; then the crash
+			if _, err := env.PG.Confirm(ctx, key, o.ID, o.Amount); err != nil { // the money moved; then the crash
 				t.Fatal(err)
 			}
 			if tt.scenario == sandbox.ScenarioWebhookNever {
@@ -508,7 +508,7 @@ func TestService_Confirm_TwoPayments(t *testing.T) {
 		if c := env.MustRedirect(t, o.ID, k2, a2); c.Outcome != boxoffice.PaymentRejected {
 			t.Fatalf("second payment: %q, want rejected", c.Outcome)
 		}
-		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Total()); err != nil { // the confirm under way lands
+		if _, err := env.PG.Confirm(context.Background(), k2, o.ID, o.Amount); err != nil { // the confirm under way lands
 			t.Fatal(err)
 		}
 		env.SB.Wait()

@@ -65,8 +65,8 @@ func checkRefunds(env *checkouttest.Env, tb testing.TB, o *boxoffice.Order, paym
 		tb.Fatal(err)
 	}
 	refunded := env.Count(tb, `SELECT COALESCE(sum(amount), 0)::int FROM refund WHERE order_id = $1 AND status = 'done'`, o.ID)
-	if int64(refunded) != p.TotalAmount-p.BalanceAmount || int64(refunded) > o.Amount {
-		tb.Errorf("order %s: refunds done of %d, the PG refunded %d of %d", o.ID, refunded, p.TotalAmount-p.BalanceAmount, o.Amount)
+	if int64(refunded) != p.TotalAmount-p.BalanceAmount || int64(refunded) > o.Amount.Amount {
+		tb.Errorf("order %s: refunds done of %d, the PG refunded %d of %d", o.ID, refunded, p.TotalAmount-p.BalanceAmount, o.Amount.Amount)
 	}
 	var live, soldRows, unrefunded []string
 	for what, q := range map[*[]string]string{
@@ -273,8 +273,8 @@ func TestService_ApplyPGCancels(t *testing.T) {
 		seats := []string{env.Event.R[round], env.Event.S[round], env.Event.S[rounds+round]}
 		o, key := sold(env, t, env.Account(t), seats...)
 		sPrice := o.Items[len(o.Items)-1].Price
-		for step, amount := range []int64{sPrice, o.Amount - sPrice} {
-			req := boxoffice.CancelRequest{Reason: "고객 요청", Amount: &boxoffice.Money{Amount: amount, Currency: o.Currency}, RefundID: fmt.Sprintf("dashboard-%d", step)}
+		for step, amount := range []int64{sPrice, o.Amount.Amount - sPrice} {
+			req := boxoffice.CancelRequest{Reason: "고객 요청", Amount: &boxoffice.Money{Amount: amount, Currency: o.Amount.Currency}, RefundID: fmt.Sprintf("dashboard-%d", step)}
 			if _, err := env.PG.Cancel(ctx, key, req); err != nil {
 				t.Fatal(err)
 			}

@@ -34,7 +34,7 @@ func (s *Server) handleCreateOrder(c echo.Context) error {
 	switch {
 	case wantsJSON(c):
 		return c.JSON(http.StatusCreated, map[string]any{
-			"order_id": o.ID, "status": o.Status, "amount": o.Amount, "currency": o.Currency, "checkout_url": checkout,
+			"order_id": o.ID, "status": o.Status, "amount": o.Amount.Amount, "currency": o.Amount.Currency, "checkout_url": checkout,
 		})
 	case isHTMX(c):
 		c.Response().Header().Set("HX-Redirect", checkout)
@@ -114,7 +114,7 @@ func orderJSON(o *boxoffice.Order, checkoutURL string) map[string]any {
 		tickets[i] = map[string]any{"id": t.ID, "seat": t.Seat, "code": t.Code, "qr_url": "/orders/" + o.ID + "/tickets/" + t.ID + "/qr.png"}
 	}
 	out := map[string]any{
-		"order_id": o.ID, "event_id": o.EventID, "status": o.Status, "amount": o.Amount, "currency": o.Currency,
+		"order_id": o.ID, "event_id": o.EventID, "status": o.Status, "amount": o.Amount.Amount, "currency": o.Amount.Currency,
 		"seats": o.Seats(), "tickets": tickets, "expires_at": o.ExpiresAt.Format(time.RFC3339), "created_at": o.CreatedAt.Format(time.RFC3339),
 	}
 	if o.FailureCode != "" {

@@ -412,7 +412,7 @@ func sell(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payme
 	slices.Sort(labels) // byte order: COLLATE "C"
 	ids := make([]pgtype.UUID, len(labels))
 	ev := OrderConfirmedEvent{
-		OrderID: o.ID, EventID: o.EventID, AccountID: o.AccountID, Amount: o.Amount, Currency: o.Currency,
+		OrderID: o.ID, EventID: o.EventID, AccountID: o.AccountID, Amount: o.Amount.Amount, Currency: o.Amount.Currency,
 		PaymentKey: p.PaymentKey, Seats: o.Seats(), ConfirmedAt: now.UTC(), Tickets: make([]TicketOfEvent, len(labels)),
 	}
 	for i, l := range labels {

@@ -312,7 +312,7 @@ const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.
 // scanOrder reads orderColumns, then extra destinations.
 func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 	var o boxoffice.Order
-	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.VenueName, &o.StartsAt, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount, &o.Currency,
+	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.VenueName, &o.StartsAt, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount.Amount, &o.Amount.Currency,
 		&o.Name, &o.ExpiresAt, &o.FailureCode, &o.FailureMessage, &o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func TestOrders_CreateOrder(t *testing.T) {
 			t.Errorf("order id %q, want 22 characters of [A-Za-z0-9_-]", o.ID)
 		}
 		checkouttest.WantOrder(t, o, boxoffice.OrderPendingPayment, "")
-		if o.Amount != 250000 || o.Currency != "KRW" || o.AccountID != acct || o.EventID != ev.ID {
+		if o.Amount != (boxoffice.Money{Amount: 250000, Currency: "KRW"}) || o.AccountID != acct || o.EventID != ev.ID {
 			t.Errorf("order %+v, want 250000 KRW of account %d for event %d", o, acct, ev.ID)
 		}
 		want := []boxoffice.OrderItem{{Seat: ev.R[0], Grade: "R", Price: 150000}, {Seat: ev.S[0], Grade: "S", Price: 100000}}

@@ -208,7 +208,7 @@ func (env *Env) Order(tb testing.TB, acct int64, labels ...string) *boxoffice.Or
 func (env *Env) Pay(tb testing.TB, o *boxoffice.Order, scenario string) (string, int64) {
 	tb.Helper()
 	resp, err := env.browser.PostForm(env.srv.URL+"/sandbox-pg/checkout", url.Values{
-		"orderId": {o.ID}, "amount": {strconv.FormatInt(o.Amount, 10)}, "orderName": {o.Name},
+		"orderId": {o.ID}, "amount": {strconv.FormatInt(o.Amount.Amount, 10)}, "orderName": {o.Name},
 		"successUrl": {SuccessURL}, "failUrl": {FailURL}, "action": {"pay"}, "scenario": {scenario},
 	})
 	if err != nil {
