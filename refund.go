@@ -76,7 +76,7 @@ type RefundResult struct {
 // RefundService refunds confirmed orders. Safe for concurrent use.
 type RefundService interface {
 	// Refund refunds the request's tickets once, whoever else refunds the
-	// same order at the same time; see store.Refunds.Refund.
+	// same order at the same time; see checkout.Service.Refund.
 	Refund(ctx context.Context, req RefundRequest) (*RefundResult, error)
 	// ApplyPGCancels applies, once each, the refunds the PG reports for a
 	// payment of the order (made on its dashboard, or ours racing their

@@ -540,8 +540,8 @@ func (s *Orders) ExpireOrders(ctx context.Context) (int, error) {
 // FindStuckOrders lists up to limit orders that are not settled although
 // they should be, oldest first: orders still PENDING_PAYMENT past their
 // expiry, and orders with a payment whose refund the PG has not confirmed
-// (Reconcile retries those). Orders that the PG may hold an unknown payment
-// for are found by Reconcile, which asks the PG.
+// (checkout.Service.Reconcile retries those). Orders that the PG may hold an unknown payment
+// for are found by the reconciler, which asks the PG.
 func (s *Orders) FindStuckOrders(ctx context.Context, limit int) ([]boxoffice.StuckOrder, error) {
 	rows, err := s.DB.Pool.Query(ctx, `SELECT `+orderColumns+`, w.why
 		FROM orders o JOIN event e ON e.id = o.event_id,
