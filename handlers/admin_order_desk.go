@@ -66,7 +66,7 @@ func adminOrdersJSON(v views.AdminOrdersView) map[string]any {
 	for i, l := range v.Page.Orders {
 		o := l.Order
 		list[i] = map[string]any{
-			"order_id": o.ID, "event_id": o.EventID, "status": o.Status, "amount": o.Amount, "currency": o.Currency,
+			"order_id": o.ID, "event_id": o.EventID, "status": o.Status, "amount": o.Amount.Amount, "currency": o.Amount.Currency,
 			"buyer": l.Buyer, "seats": o.Seats(), "created_at": o.CreatedAt, "confirmed_at": o.ConfirmedAt,
 		}
 	}
