@@ -17,7 +17,7 @@ import (
 // the pool's name, as the pool has them at the scrape.
 func TestRegisterPoolMetrics(t *testing.T) {
 	ctx := context.Background()
-	pool, err := store.OpenPool(ctx, withPoolSize(t, storetest.NewDatabaseURL(t), 1), nil)
+	pool, err := store.OpenPool(ctx, withPoolSize(t, storetest.NewDatabaseURL(t), 1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,22 +58,6 @@ boxoffice_pg_pool_max_connections{pool="primary"} 1
 	if n, err := testutil.GatherAndCount(reg); err != nil || n != 9 {
 		t.Errorf("%d series (%v), want 9: five counters, three states and the maximum", n, err)
 	}
-}
-
-// OpenPool's settings are every connection's.
-func TestOpenPool_Settings(t *testing.T) {
-	ctx := context.Background()
-	pool, err := store.OpenPool(ctx, withPoolSize(t, storetest.NewDatabaseURL(t), 2), map[string]string{"synchronous_commit": "off"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	storetest.AtOnce(2, func(int) {
-		var got string
-		if err := pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit') FROM pg_sleep(0.05)`).Scan(&got); err != nil || got != "off" {
-			t.Errorf("synchronous_commit = %q (%v), want off", got, err)
-		}
-	})
 }
 
 // withPoolSize returns dsn with pool_max_conns set to n.

@@ -93,20 +93,16 @@ func (db *DB) Close() {
 
 // newPool opens a pool on dsn and checks that it answers within ctx.
 func newPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
-	return OpenPool(ctx, dsn, nil)
+	return OpenPool(ctx, dsn)
 }
 
 // OpenPool opens a pool on dsn (a postgres:// URL; pool_max_conns in it
-// overrides the default of 16 connections) whose connections start with
-// the run-time settings of params (such as "synchronous_commit": "off"),
-// and checks that it answers within ctx. Close it when done.
-func OpenPool(ctx context.Context, dsn string, params map[string]string) (*pgxpool.Pool, error) {
+// overrides the default of 16 connections) and checks that it answers
+// within ctx. Close it when done.
+func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
-	}
-	for k, v := range params {
-		cfg.ConnConfig.RuntimeParams[k] = v
 	}
 	// A server that went away must not hang requests: connecting gives up
 	// after 5 s (unless connect_timeout says otherwise), and requests answer
