@@ -200,4 +200,8 @@ type HoldService interface {
 	// shoppers frees for the next admission. Errors: ENOENTRYTOKEN (see
 	// Shopper), then nothing changed.
 	Leave(ctx context.Context, s Shopper) error
+	// SaleFigures returns the event's seats by state and grade, revenue and
+	// the last minute's orders, failed payments and refunds (SaleFigures).
+	// Errors: ENOTFOUND for an unknown event.
+	SaleFigures(ctx context.Context, eventID int64) (SaleFigures, error)
 }

@@ -1,30 +1,102 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
 )
 
-// liveJSON is the live page's figures as JSON.
-func liveJSON(e *boxoffice.Event, st boxoffice.QueueStats) map[string]any {
+// liveJSON is the live page's figures as JSON: {"waiting", "admitted",
+// "live_tokens", "held", "sold", "blocked", "free", "revenue", "currency",
+// "grades": [{"code", "sold", "held", "free", "blocked"}],
+// "orders_last_minute", "payment_failures", "refunds"} (README, "The live
+// page").
+func liveJSON(f views.LiveFigures) map[string]any {
+	grades := make([]map[string]any, len(f.Sale.Grades))
+	for i, g := range f.Sale.Grades {
+		grades[i] = map[string]any{"code": g.Code, "sold": g.Sold, "held": g.Held, "free": g.Free, "blocked": g.Blocked}
+	}
 	return map[string]any{
-		"waiting": st.Waiting, "joined": st.Joined, "admitted": st.AdmittedTotal, "live_tokens": st.LiveTokens,
-		"achieved_rate": st.AchievedRate, "rate": e.AdmissionRate, "paused": e.Paused, "sold_out": st.SoldOut,
+		"waiting": f.Queue.Waiting, "admitted": f.Queue.AdmittedTotal, "live_tokens": f.Queue.LiveTokens,
+		"held": f.Sale.Held, "sold": f.Sale.Sold, "blocked": f.Sale.Blocked, "free": f.Sale.Free,
+		"revenue": f.Sale.Revenue, "currency": f.Sale.Currency, "grades": grades,
+		"orders_last_minute": f.Sale.OrdersLastMinute, "payment_failures": f.Sale.PaymentFailures, "refunds": f.Sale.Refunds,
 	}
 }
 
+// liveFigures shares the live page's figures of each event among all its
+// watchers on this instance: they are read at most once per admission tick
+// (one QueueStats and one SaleFigures call: two Redis round trips and one
+// PostgreSQL statement), by one request while the others wait for its
+// answer, however many admins watch.
+type liveFigures struct {
+	reads singleflight.Group
+	mu    sync.Mutex
+	last  map[int64]liveRead
+}
+
+// liveRead is one read of an event's figures and when it was made.
+type liveRead struct {
+	at      time.Time
+	figures views.LiveFigures
+}
+
+// liveFigures returns the event's figures, read in the current tick or
+// now (under a context that outlives the request of the one who reads them
+// for all).
+func (s *Server) liveFigures(ctx context.Context, id int64) (views.LiveFigures, error) {
+	lf := &s.live
+	now, tick := s.Now(), s.queueHub.tick()
+	lf.mu.Lock()
+	r, ok := lf.last[id]
+	lf.mu.Unlock()
+	if ok && boxoffice.TickIndex(r.at, tick) == boxoffice.TickIndex(now, tick) {
+		return r.figures, nil
+	}
+	ctx = context.WithoutCancel(ctx)
+	v, err, _ := lf.reads.Do(strconv.FormatInt(id, 10), func() (any, error) {
+		st, err := s.Queue.QueueStats(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		sale, err := s.Holds.SaleFigures(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		f := views.LiveFigures{Queue: st, Sale: sale}
+		lf.mu.Lock()
+		if lf.last == nil {
+			lf.last = map[int64]liveRead{}
+		}
+		lf.last[id] = liveRead{at: now, figures: f}
+		lf.mu.Unlock()
+		return f, nil
+	})
+	if err != nil {
+		return views.LiveFigures{}, err
+	}
+	return v.(views.LiveFigures), nil
+}
+
 // handleAdminLive handles GET /admin/events/:id/live: the event's waiting
-// room for admins (queue length, admitted, live entry tokens, achieved and
-// set rate, paused), as a page, the figures' fragment for htmx's poll, or
-// JSON. The event is read from PostgreSQL, never the cache: the settings
-// shown are the ones the admitter reads at its next tick.
+// room and sale for admins (queue length, admitted, live entry tokens,
+// achieved and set rate, paused; seats sold, held, blocked and free in
+// total and by grade, revenue, the last minute's orders, failed payments,
+// refunds), as a page, the figures' fragment for htmx's poll, or JSON
+// (liveJSON). The figures are shared by every watcher for a tick
+// (Server.liveFigures). The event is read from PostgreSQL, never the
+// cache: the settings shown are the ones the admitter reads at its next
+// tick.
 func (s *Server) handleAdminLive(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
@@ -35,17 +107,17 @@ func (s *Server) handleAdminLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := s.Queue.QueueStats(ctx, id)
+	f, err := s.liveFigures(ctx, id)
 	if err != nil {
 		return err
 	}
 	switch {
 	case wantsJSON(c):
-		return c.JSON(http.StatusOK, liveJSON(e, st))
+		return c.JSON(http.StatusOK, liveJSON(f))
 	case isHTMX(c):
-		return render(c, http.StatusOK, views.AdminLiveStats(e, st))
+		return render(c, http.StatusOK, views.AdminLiveStats(e, f))
 	}
-	return render(c, http.StatusOK, views.AdminLivePage(e, st, views.AdmissionForm{Rate: strconv.Itoa(e.AdmissionRate)}))
+	return render(c, http.StatusOK, views.AdminLivePage(e, f, views.AdmissionForm{Rate: strconv.Itoa(e.AdmissionRate)}))
 }
 
 // handleAdminAdmission handles POST /admin/events/:id/admission: form
@@ -70,11 +142,11 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 		if ferr != nil {
 			return ferr
 		}
-		st, ferr := s.Queue.QueueStats(ctx, id)
+		f, ferr := s.liveFigures(ctx, id)
 		if ferr != nil {
 			return ferr
 		}
-		return render(c, http.StatusUnprocessableEntity, views.AdminLivePage(ev, st, views.AdmissionForm{Rate: rateIn, Errors: views.ErrorFields(ctx, err)}))
+		return render(c, http.StatusUnprocessableEntity, views.AdminLivePage(ev, f, views.AdmissionForm{Rate: rateIn, Errors: views.ErrorFields(ctx, err)}))
 	} else if err != nil {
 		return err
 	}

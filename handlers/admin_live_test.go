@@ -3,8 +3,10 @@ package handlers_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
@@ -46,8 +48,16 @@ func TestAdminLive(t *testing.T) {
 	}
 	resp = admin.do("GET", live, nil, "Accept: application/json")
 	wantStatus(t, resp, http.StatusOK)
-	if m := decode(t, resp); m["waiting"] != 2.0 || m["admitted"] != 1.0 || m["live_tokens"] != 1.0 || m["rate"] != 100.0 || m["paused"] != false {
+	m := decode(t, resp)
+	keys := slices.Sorted(maps.Keys(m))
+	if want := []string{"admitted", "blocked", "currency", "free", "grades", "held", "live_tokens", "orders_last_minute", "payment_failures", "refunds", "revenue", "sold", "waiting"}; !slices.Equal(keys, want) {
+		t.Errorf("live JSON keys = %v, want %v", keys, want)
+	}
+	if m["waiting"] != 2.0 || m["admitted"] != 1.0 || m["live_tokens"] != 1.0 || m["sold"] != 0.0 || m["revenue"] != 0.0 || m["currency"] != "KRW" {
 		t.Errorf("live JSON = %v", m)
+	}
+	if grades, _ := m["grades"].([]any); len(grades) == 0 || fmt.Sprint(slices.Sorted(maps.Keys(grades[0].(map[string]any)))) != "[blocked code free held sold]" {
+		t.Errorf("live JSON grades = %v", m["grades"])
 	}
 
 	// Pause, set the rate, resume.

@@ -97,6 +97,8 @@ type Server struct {
 	StreamsPerSession int
 	StreamsPerAddress int
 	queueHub          *queueHub
+	// live shares the admin live page's figures per tick.
+	live liveFigures
 
 	// Seat map (issue 5): each event's seats, loaded once per process, and
 	// its page, rendered and compressed once per event, version and language.
