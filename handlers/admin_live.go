@@ -117,6 +117,7 @@ func (s *Server) handleAdminLive(c echo.Context) error {
 	case isHTMX(c):
 		return render(c, http.StatusOK, views.AdminLiveStats(e, f))
 	}
+	f.Broadcast = s.latestBroadcast(ctx, id)
 	return render(c, http.StatusOK, views.AdminLivePage(e, f, views.AdmissionForm{Rate: strconv.Itoa(e.AdmissionRate)}))
 }
 
@@ -146,6 +147,7 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 		if ferr != nil {
 			return ferr
 		}
+		f.Broadcast = s.latestBroadcast(ctx, id)
 		return render(c, http.StatusUnprocessableEntity, views.AdminLivePage(ev, f, views.AdmissionForm{Rate: rateIn, Errors: views.ErrorFields(ctx, err)}))
 	} else if err != nil {
 		return err
@@ -178,4 +180,38 @@ func parseAdmission(pausedIn, rateIn string) (*bool, *int, error) {
 		}
 	}
 	return paused, rate, boxoffice.Invalid(f)
+}
+
+// handleAdminBroadcast handles POST /admin/events/:id/broadcast: form field
+// message (1 to boxoffice.MaxBroadcastLen characters, plain text) becomes
+// the event's broadcast, shown in its waiting room and on its seat map to
+// every fan of every instance within a tick, and to those who open them
+// later until replaced (BroadcastService). JSON: 200 {"message",
+// "sent_at"}; HTML: 303 to the live page. Errors: 400 with a sentence for
+// an empty or long message (nothing sent); 404 for an unknown event.
+func (s *Server) handleAdminBroadcast(c echo.Context) error {
+	id, err := eventID(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	b, err := s.Broadcasts.Broadcast(ctx, boxoffice.AccountFromContext(ctx).ID, id, c.FormValue("message"))
+	if err != nil {
+		return err
+	}
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, map[string]any{"message": b.Message, "sent_at": b.SentAt})
+	}
+	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/admin/events/%d/live", id))
+}
+
+// latestBroadcast returns the event's broadcast message ("" for none, and
+// when it cannot be read: a fan's page never fails for it; the failure is
+// logged).
+func (s *Server) latestBroadcast(ctx context.Context, eventID int64) string {
+	b, err := s.Broadcasts.LatestBroadcast(ctx, eventID)
+	if err != nil {
+		s.Logger.Warn("read broadcast", "event", eventID, "err", err)
+	}
+	return b.Message
 }

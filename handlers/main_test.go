@@ -102,6 +102,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Stopping:      stopping,
 		Venues:        &store.Venues{DB: db},
 		Audit:         &store.AuditLog{DB: db},
+		Broadcasts:    &store.Broadcasts{DB: db, Redis: rdb},
 		AdmissionTick: 100 * time.Millisecond,
 		ChallengeKey:  testChallengeKey,
 		// The tests below read English sentences; the language tests

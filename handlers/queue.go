@@ -250,7 +250,7 @@ func notInQueue() error {
 // queueView turns a position, or the error that stood for one, into what
 // the waiting room shows; other errors are returned.
 func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.QueuePosition, err error, pl queuePlace) (views.QueueView, error) {
-	v := views.QueueView{EventID: e.ID, Title: e.Title, TimeZone: e.TimeZone, OpensAt: e.QueueOpensAt}
+	v := views.QueueView{EventID: e.ID, Title: e.Title, TimeZone: e.TimeZone, OpensAt: e.QueueOpensAt, Broadcast: s.latestBroadcast(ctx, e.ID)}
 	switch boxoffice.ErrorCode(err) {
 	case "":
 		v.Status, v.Position, v.Ahead, v.ETA, v.Paused = p.Status, p.Position, p.Ahead, p.ETA, p.Paused

@@ -70,6 +70,7 @@ type fragmentKey struct {
 	eta             time.Duration
 	paused          bool
 	progress        float64
+	broadcast       string
 }
 
 func newQueueHub(s *Server) *queueHub {
@@ -246,7 +247,7 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 			h.leave(eventID, f)
 			continue
 		}
-		key := fragmentKey{f.lang, v.Status, v.Position, v.Ahead, v.ETA, v.Paused, v.Progress}
+		key := fragmentKey{f.lang, v.Status, v.Position, v.Ahead, v.ETA, v.Paused, v.Progress, v.Broadcast}
 		msg, ok := rendered[key]
 		if !ok {
 			if msg, err = fragmentEvent(ctx, v, f.lang); err != nil {

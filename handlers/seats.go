@@ -127,8 +127,9 @@ func (es *eventSeats) seatMapJSON(e *boxoffice.Event, st boxoffice.SeatMapState)
 
 // seatStatusJSON is the seat map's compact refresh: only the seats that are
 // not free, {"statuses": {"<label>": "held", "sold" or "mine"}, "holds":
-// {"seats": [...], "ttl_ms": n}, "limit": n, "owned": n, "left": n}.
-func (es *eventSeats) seatStatusJSON(e *boxoffice.Event, st boxoffice.SeatMapState) []byte {
+// {"seats": [...], "ttl_ms": n}, "limit": n, "owned": n, "left": n,
+// "broadcast": "<the admin's message, or empty>"}.
+func (es *eventSeats) seatStatusJSON(e *boxoffice.Event, st boxoffice.SeatMapState, broadcast string) []byte {
 	buf := make([]byte, 0, len(st.Statuses)*24+256)
 	buf = append(buf, `{"statuses":{`...)
 	first := true
@@ -144,6 +145,9 @@ func (es *eventSeats) seatStatusJSON(e *boxoffice.Event, st boxoffice.SeatMapSta
 	}
 	buf = append(buf, `},"left":`...)
 	buf = strconv.AppendInt(buf, int64(st.Left(e.MaxPerAccount)), 10)
+	buf = append(buf, `,"broadcast":`...)
+	b, _ := json.Marshal(broadcast)
+	buf = append(buf, b...)
 	buf = append(buf, ',')
 	return es.appendAccount(buf, e, st)
 }
@@ -262,7 +266,8 @@ func (es *eventSeats) checkSection(e *boxoffice.Event, section string) error {
 
 // handleSeatStatus handles GET /events/:id/seats/status, the seat map's
 // refresh every few seconds: JSON with only the seats that are not free
-// (seatStatusJSON), one Redis round trip with the entry check.
+// and the event's broadcast (seatStatusJSON), one Redis round trip with the
+// entry check (the broadcast is read once a second per process).
 func (s *Server) handleSeatStatus(c echo.Context) error {
 	e, es, sh, err := s.seatMapRequest(c)
 	if err != nil {
@@ -273,5 +278,5 @@ func (s *Server) handleSeatStatus(c echo.Context) error {
 		return s.noEntry(c, e.ID, err)
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, es.seatStatusJSON(e, st))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, es.seatStatusJSON(e, st, s.latestBroadcast(c.Request().Context(), e.ID)))
 }

@@ -54,7 +54,7 @@ func BenchmarkSeatMap_Status(b *testing.B) {
 	e, es, st := arena(b)
 	b.ReportAllocs()
 	for b.Loop() {
-		es.seatStatusJSON(e, st)
+		es.seatStatusJSON(e, st, "")
 	}
 }
 

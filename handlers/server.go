@@ -97,6 +97,9 @@ type Server struct {
 	StreamsPerSession int
 	StreamsPerAddress int
 	queueHub          *queueHub
+	// Broadcasts are the admins' messages to an event's fans, shown in the
+	// waiting room and on the seat map.
+	Broadcasts boxoffice.BroadcastService
 	// live shares the admin live page's figures per tick.
 	live liveFigures
 
@@ -224,6 +227,7 @@ func (s *Server) Handler() http.Handler {
 	admin.GET("/orders/:order", s.handleAdminOrder)
 	admin.POST("/orders/:order/refund", s.handleAdminOrderRefund)
 	admin.POST("/events/:id/admission", s.handleAdminAdmission)
+	admin.POST("/events/:id/broadcast", s.handleAdminBroadcast)
 
 	// Seat map and holds (issue 5): an entry token of this session needed,
 	// checked by the store in the same Redis step as the action.

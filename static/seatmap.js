@@ -307,6 +307,12 @@
         startCountdown();
       });
   }
+  // The admin's broadcast to the event's fans, as text ("" hides it).
+  var broadcast = page.querySelector("[data-broadcast]");
+  function showBroadcast(message) {
+    broadcast.querySelector("[data-broadcast-message]").textContent = message || "";
+    broadcast.hidden = !message;
+  }
   function refresh() {
     clearTimeout(refreshTimer);
     if (refreshing) return Promise.resolve();
@@ -319,6 +325,7 @@
       })
       .then(function (d) {
         applyStatuses(d.statuses);
+        showBroadcast(d.broadcast);
         if (JSON.stringify(d.holds.seats) !== shownMine()) return loadPanel();
         if (d.holds.seats.length > 0) startCountdown(d.holds.ttl_ms - (performance.now() - sent) / 2);
       })

@@ -31,6 +31,9 @@ const (
 	AuditAdmission    = "admission"     // before and after paused and rate
 )
 
+// AuditBroadcast is an admin's message to an event's fans (after: message).
+const AuditBroadcast = "broadcast"
+
 // auditEntry is one row of the audit log: an admin's action (AdminID nil for
 // one made at the PG), on an event, an order and seats, with the before and
 // after that matter.

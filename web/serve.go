@@ -162,6 +162,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Stopping:       stopping,
 		Venues:         &store.Venues{DB: db},
 		Audit:          &store.AuditLog{DB: db},
+		Broadcasts:     &store.Broadcasts{DB: db, Redis: rdb},
 
 		AdmissionTick:     cfg.AdmissionTick,
 		Draws:             &store.Draws{DB: db},
