@@ -53,6 +53,9 @@ type Orders struct {
 	// Which orders UnsettledOrders returns to the reconciler; 0 means the
 	// Default* value.
 	ReconcileGrace, ReconcileRecheck, ReconcileLookback time.Duration
+	// Which confirmed orders ConfirmedToRecheck returns; 0 means the
+	// Default* value.
+	ReconcileCancelLookback, ReconcileCancelRecheck time.Duration
 	// Logger receives what the workers and the after-commit steps could
 	// not do (slog.Default when nil).
 	Logger *slog.Logger

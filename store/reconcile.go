@@ -58,6 +58,46 @@ func (s *Orders) UnsettledOrders(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
+// ConfirmedToRecheck marks and returns up to 100 confirmed payments for
+// the reconciler to look up for cancels made at the PG (its dashboard)
+// whose webhook never came: of orders CONFIRMED less than
+// ReconcileCancelLookback ago (DefaultReconcileCancelLookback when 0) and
+// not returned in the last ReconcileCancelRecheck
+// (DefaultReconcileCancelRecheck), those never returned first, then the
+// longest unreturned, skipping orders another instance is marking. Marking
+// them is the call's one statement, so that instances share the work.
+// Errors: PostgreSQL's.
+func (s *Orders) ConfirmedToRecheck(ctx context.Context) ([]PaymentRef, error) {
+	now := s.DB.Now()
+	rows, err := s.DB.Pool.Query(ctx, `
+		UPDATE orders o SET pg_checked_at = $1 FROM payment p
+		WHERE p.order_id = o.id AND p.outcome = 'confirmed' AND o.id IN (
+			SELECT id FROM orders
+			WHERE status = 'CONFIRMED' AND confirmed_at > $2 AND (pg_checked_at IS NULL OR pg_checked_at <= $3)
+			ORDER BY pg_checked_at NULLS FIRST, confirmed_at LIMIT $4 FOR NO KEY UPDATE SKIP LOCKED)
+		RETURNING p.payment_key, o.id`,
+		now, now.Add(-orDefault(s.ReconcileCancelLookback, DefaultReconcileCancelLookback)),
+		now.Add(-orDefault(s.ReconcileCancelRecheck, DefaultReconcileCancelRecheck)), reconcileBatch)
+	if err != nil {
+		return nil, fmt.Errorf("confirmed orders to recheck: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[PaymentRef])
+	if err != nil {
+		return nil, fmt.Errorf("confirmed orders to recheck: %w", err)
+	}
+	return out, nil
+}
+
+// Defaults of the reconciler's look-ups of confirmed orders.
+const (
+	// DefaultReconcileCancelLookback is how long after its confirmation an
+	// order's payment is looked up for cancels made at the PG.
+	DefaultReconcileCancelLookback = 7 * 24 * time.Hour
+	// DefaultReconcileCancelRecheck is how long the reconciler waits before
+	// it looks up the same confirmed order again.
+	DefaultReconcileCancelRecheck = time.Hour
+)
+
 func orDefault(d, def time.Duration) time.Duration {
 	if d > 0 {
 		return d
