@@ -58,6 +58,9 @@ func TestLive_FiguresMoveAndBroadcast(t *testing.T) {
 	waitFigure(t, admin, "live-sold", sold+2)
 	waitFigure(t, admin, "live-held", held)
 	screenshot(t, admin, "live-figures-en")
+	if w, err := admin.Evaluate(`() => document.documentElement.scrollWidth`); err != nil || w.(int) > 390 {
+		t.Errorf("the live page is %v px wide (%v), want it within the phone's 390", w, err)
+	}
 
 	shopper := login(t, a, "fan2@boxoffice.test")
 	enter(t, a, shopper, hall)
