@@ -17,12 +17,6 @@ var liveHeldLua string
 
 var liveHeldScript = redis.NewScript(liveHeldLua)
 
-// blockedSeatsSQL selects the event's ($1) blocked seats as seat_label: the
-// one place SaleFigures learns of them. No seat can be blocked yet (the
-// blocked_seat table of issue 16's POST /admin/events/{id}/blocks is not
-// there), so it selects none; once the table exists it reads
-// `SELECT seat_label FROM blocked_seat WHERE event_id = $1`.
-const blockedSeatsSQL = `SELECT NULL::text AS seat_label WHERE false`
 
 // saleFiguresSQL reads an event's ($1) sale figures by grade in one
 // statement, given the labels of its live holds in Redis ($2) and the start
@@ -36,7 +30,7 @@ const saleFiguresSQL = `
 	unpaid AS (
 		SELECT DISTINCT i.seat_label FROM orders o JOIN order_item i ON i.order_id = o.id
 		WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT'),
-	blocked AS (` + blockedSeatsSQL + `),
+	blocked AS (SELECT seat_label FROM blocked_seat WHERE event_id = $1),
 	seat AS (
 		SELECT es.grade,
 			CASE WHEN ss.seat_label IS NOT NULL THEN 'sold'

@@ -1,4 +1,4 @@
-package store_test
+package checkout_test
 
 import (
 	"context"
@@ -6,14 +6,23 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
+// The limit and hold time of the holds these tests make.
+const (
+	figuresLimit   = boxoffice.DefaultMaxPerAccount
+	figuresHoldTTL = time.Minute
+)
+
 // saleFigures reads the env's event's sale figures.
-func (env *checkoutEnv) saleFigures(tb testing.TB) boxoffice.SaleFigures {
+func saleFigures(env *checkouttest.Env, tb testing.TB) boxoffice.SaleFigures {
 	tb.Helper()
 	f, err := env.Holds.SaleFigures(context.Background(), env.Event.ID)
 	if err != nil {
@@ -38,44 +47,50 @@ func checkSums(tb testing.TB, f boxoffice.SaleFigures, total int) {
 
 // A sale in progress: a hold, an unpaid order, confirmed orders, a refund
 // and a failed payment, each counted where boxoffice.SaleFigures says.
-func TestHolds_SaleFigures(t *testing.T) {
+func TestSaleFigures(t *testing.T) {
 	t.Parallel()
-	env := newCheckoutEnv(t, 20)
+	env := checkouttest.New(t, 20)
 	ctx := context.Background()
 	ev := env.Event
 
-	f := env.saleFigures(t)
+	f := saleFigures(env, t)
 	if f.Free != 20 || f.Sold+f.Held+f.Blocked != 0 || f.Revenue != 0 || f.Currency != "KRW" || len(f.Grades) != 2 {
 		t.Fatalf("before the sale: %+v, want 20 free seats in two grades, no revenue, KRW", f)
 	}
 
 	// A hold in Redis only.
-	if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: env.account(t), Limit: limit, TTL: holdTTL}, []string{ev.R[0]}); err != nil {
+	if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: env.Account(t), Limit: figuresLimit, TTL: figuresHoldTTL}, []string{ev.R[0]}); err != nil {
 		t.Fatal(err)
 	}
 	// An unpaid order.
-	env.order(t, env.account(t), ev.R[1], ev.S[0])
+	env.Order(t, env.Account(t), ev.R[1], ev.S[0])
 	// Two confirmed orders, one of them refunded in part.
-	env.sold(t, env.account(t), ev.R[2], ev.S[1])
-	refunded, _ := env.sold(t, env.account(t), ev.R[3], ev.R[4])
-	refunds, _ := env.refunds()
-	if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: refunded.ID, Seats: []string{ev.R[4]}, Reason: "변경"}); err != nil {
+	sold(env, t, env.Account(t), ev.R[2], ev.S[1])
+	refunded, _ := sold(env, t, env.Account(t), ev.R[3], ev.R[4])
+	svc, _ := refunds(env)
+	if _, err := svc.Refund(ctx, boxoffice.RefundRequest{OrderID: refunded.ID, Seats: []string{ev.R[4]}, Reason: "변경"}); err != nil {
 		t.Fatal(err)
 	}
 	// A payment refused: the redirect's amount is not the order's. Its
 	// holds live on until they expire.
-	failed := env.order(t, env.account(t), ev.R[5])
-	key, amount := env.pay(t, failed, sandbox.ScenarioWebhookNever)
-	if c := env.mustRedirect(t, failed.ID, key, amount+1); c.Order.Status != boxoffice.OrderFailed {
+	failed := env.Order(t, env.Account(t), ev.R[5])
+	key, amount := env.Pay(t, failed, sandbox.ScenarioWebhookNever)
+	if c := env.MustRedirect(t, failed.ID, key, amount+1); c.Order.Status != boxoffice.OrderFailed {
 		t.Fatalf("tampered order is %s, want FAILED", c.Order.Status)
 	}
 
-	// No seat can be blocked yet (store.blockedSeatsSQL selects none until
-	// the blocked_seat table exists): Blocked is 0, in total and per grade.
-	f = env.saleFigures(t)
+	// Two seats an admin held back.
+	blocks := &store.Blocks{DB: env.DB, Holds: env.Holds}
+	if _, err := blocks.ChangeBlocks(ctx, boxoffice.BlockRequest{
+		EventID: ev.ID, AdminID: env.Account(t), Action: boxoffice.BlockActionBlock, Seats: []string{ev.R[6], ev.S[2]},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	f = saleFigures(env, t)
 	want := boxoffice.SaleFigures{
-		Sold: 3, Held: 4, Free: 13, Revenue: 150000 + 100000 + 150000, Currency: "KRW",
-		Grades:           []boxoffice.GradeFigures{{Code: "R", Sold: 2, Held: 3, Free: 5}, {Code: "S", Sold: 1, Held: 1, Free: 8}},
+		Sold: 3, Held: 4, Blocked: 2, Free: 11, Revenue: 150000 + 100000 + 150000, Currency: "KRW",
+		Grades:           []boxoffice.GradeFigures{{Code: "R", Sold: 2, Held: 3, Free: 4, Blocked: 1}, {Code: "S", Sold: 1, Held: 1, Free: 7, Blocked: 1}},
 		OrdersLastMinute: 2, PaymentFailures: 1, Refunds: 1,
 	}
 	if fmt.Sprint(f) != fmt.Sprint(want) {
@@ -84,8 +99,8 @@ func TestHolds_SaleFigures(t *testing.T) {
 	checkSums(t, f, 20)
 
 	// A minute later the confirmations are no longer the last minute's.
-	env.Clock.advance(boxoffice.DefaultPaymentWindow + 2*holdTTL)
-	if f := env.saleFigures(t); f.OrdersLastMinute != 0 || f.Sold != 3 || f.Revenue != want.Revenue {
+	env.Clock.Advance(boxoffice.DefaultPaymentWindow + 2*figuresHoldTTL)
+	if f := saleFigures(env, t); f.OrdersLastMinute != 0 || f.Sold != 3 || f.Revenue != want.Revenue {
 		t.Errorf("later: %+v, want 0 orders in the last minute, 3 sold for %d", f, want.Revenue)
 	}
 }
@@ -94,10 +109,10 @@ func TestHolds_SaleFigures(t *testing.T) {
 // at once, while watchers read the figures again and again: every read adds
 // up to the event's seats, sold and revenue never go down, and at the end
 // the figures are the sold seats and the money paid.
-func TestHolds_SaleFigures_Race(t *testing.T) {
+func TestSaleFigures_Race(t *testing.T) {
 	t.Parallel()
 	const seats, fans, watchers = 60, 200, 4
-	env := newCheckoutEnv(t, seats)
+	env := checkouttest.New(t, seats)
 	ctx := context.Background()
 	var done atomic.Bool
 	var wg sync.WaitGroup
@@ -105,7 +120,7 @@ func TestHolds_SaleFigures_Race(t *testing.T) {
 		wg.Go(func() {
 			var last boxoffice.SaleFigures
 			for reads := 0; !done.Load() || reads < 2; reads++ {
-				f := env.saleFigures(t)
+				f := saleFigures(env, t)
 				checkSums(t, f, seats)
 				if f.Sold < last.Sold || f.Revenue < last.Revenue {
 					t.Errorf("figures went back: %+v after %+v", f, last)
@@ -116,13 +131,13 @@ func TestHolds_SaleFigures_Race(t *testing.T) {
 	}
 	accounts := make([]int64, fans)
 	for i := range accounts {
-		accounts[i] = env.account(t)
+		accounts[i] = env.Account(t)
 	}
 	var paid atomic.Int64
 	storetest.AtOnce(fans, func(i int) {
 		acct := accounts[i]
 		label := env.Event.Labels[i%seats]
-		if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: limit, TTL: holdTTL}, []string{label}); err != nil {
+		if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: figuresLimit, TTL: figuresHoldTTL}, []string{label}); err != nil {
 			return // another fan holds it
 		}
 		o, err := env.Orders.CreateOrder(ctx, env.Event.ID, acct)
@@ -133,18 +148,18 @@ func TestHolds_SaleFigures_Race(t *testing.T) {
 		if i%3 == 0 {
 			return // leaves the order unpaid
 		}
-		key, amount := env.pay(t, o, sandbox.ScenarioWebhookNever)
-		if c := env.mustRedirect(t, o.ID, key, amount); c.Order.Status == boxoffice.OrderConfirmed {
-			paid.Add(o.Amount)
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		if c := env.MustRedirect(t, o.ID, key, amount); c.Order.Status == boxoffice.OrderConfirmed {
+			paid.Add(o.Amount.Amount)
 		}
 	})
 	done.Store(true)
 	wg.Wait()
 
-	f := env.saleFigures(t)
+	f := saleFigures(env, t)
 	checkSums(t, f, seats)
-	sold := env.count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, env.Event.ID)
-	unpaid := env.count(t, `SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'PENDING_PAYMENT'`, env.Event.ID)
+	sold := env.Count(t, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, env.Event.ID)
+	unpaid := env.Count(t, `SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'PENDING_PAYMENT'`, env.Event.ID)
 	if f.Sold != sold || f.Revenue != paid.Load() || f.Held != unpaid || sold+unpaid != seats {
 		t.Errorf("after the sale: %+v; want %d sold for %d and %d held in unpaid orders, all %d seats taken", f, sold, paid.Load(), unpaid, seats)
 	}
