@@ -17,7 +17,6 @@ var liveHeldLua string
 
 var liveHeldScript = redis.NewScript(liveHeldLua)
 
-
 // saleFiguresSQL reads an event's ($1) sale figures by grade in one
 // statement, given the labels of its live holds in Redis ($2) and the start
 // of the last minute ($3). Each seat takes the first state that applies:
