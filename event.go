@@ -18,6 +18,15 @@ const (
 	EventClosed = "closed"
 )
 
+// Statuses fans see of an event on sale whose seats are gone (SeatStatus):
+// EventSoldOut when every seat is sold or blocked, EventAllTaken while the
+// only seats not sold nor blocked are held or in unpaid orders, which may
+// come back when their holds or orders expire.
+const (
+	EventSoldOut  = "sold_out"
+	EventAllTaken = "all_taken"
+)
+
 // Defaults of a new event.
 const (
 	DefaultTimeZone      = "Asia/Seoul"
@@ -81,8 +90,9 @@ type Event struct {
 // Grade is a price class of an event's seats, such as "R" or "VIP". Price is
 // in the minor unit of the event's currency. SeatsTotal, SeatsLeft and
 // SeatsHeld are filled by queries that count them: SeatsHeld are the seats
-// in unpaid (PENDING_PAYMENT) orders, SeatsLeft the seats neither sold,
-// blocked nor held so; blocked seats count in neither.
+// held in Redis without an order yet (a live hold) or in unpaid
+// (PENDING_PAYMENT) orders, SeatsLeft the seats neither sold, blocked nor
+// held so; blocked seats count in neither.
 type Grade struct {
 	Code       string
 	Name       Text // per language, such as {"ko": "R석", "en": "R seat"}
@@ -99,6 +109,27 @@ func (e *Event) Location() *time.Location {
 		return loc
 	}
 	return time.UTC
+}
+
+// SeatStatus returns the status fans see: EventSoldOut when the event is on
+// sale and no seat of its grades is free or held (SeatsLeft and SeatsHeld
+// all 0), EventAllTaken when none is free but some are held, else Status.
+// An event read without its grades (nil Grades) keeps its Status.
+func (e *Event) SeatStatus() string {
+	if e.Status != EventOnSale || len(e.Grades) == 0 {
+		return e.Status
+	}
+	left, held := 0, 0
+	for _, g := range e.Grades {
+		left, held = left+g.SeatsLeft, held+g.SeatsHeld
+	}
+	switch {
+	case left > 0:
+		return e.Status
+	case held > 0:
+		return EventAllTaken
+	}
+	return EventSoldOut
 }
 
 // QueueOpen reports whether fans may join at now: the event is on sale,

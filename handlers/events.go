@@ -19,15 +19,16 @@ func eventID(c echo.Context) (int64, error) {
 var errNoEvent = boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_event")
 
 // handleEvent handles GET /events/:id: the event with its grades, prices and
-// seats left per grade (JSON as CONTRACT.md says), from the short-lived copy
-// (a second old at most): every fan opens it before joining, at the opening
-// of a sale. Drafts are not shown.
+// seats left and held per grade and the status fans see (SeatStatus: also
+// sold_out and all_taken; JSON as CONTRACT.md says), from the short-lived
+// copy that counts live holds (EventPages, a second old at most): every fan
+// opens it before joining, at the opening of a sale. Drafts are not shown.
 func (s *Server) handleEvent(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
 		return err
 	}
-	e, err := s.liveEvent(c.Request().Context(), id)
+	e, err := visibleEvent(c.Request().Context(), s.EventPages, id)
 	if err != nil {
 		return err
 	}
@@ -43,7 +44,7 @@ func (s *Server) handleEvent(c echo.Context) error {
 		return c.JSON(http.StatusOK, map[string]any{
 			"id": e.ID, "title": e.Title.In(lang), "venue": e.VenueName, "time_zone": e.TimeZone,
 			"starts_at": e.StartsAt, "queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt,
-			"status": e.Status, "limit": e.MaxPerAccount, "currency": e.Currency, "grades": grades,
+			"status": e.SeatStatus(), "limit": e.MaxPerAccount, "currency": e.Currency, "grades": grades,
 		})
 	}
 	return render(c, http.StatusOK, views.EventPage(e, s.Now(), s.challengeJSON(c, e)))

@@ -23,13 +23,20 @@ func (s *Server) handleHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	for i, e := range events {
+		if e.QueueOpen(s.Now()) {
+			if events[i], err = s.EventPages.Event(c.Request().Context(), e.ID); err != nil {
+				return err
+			}
+		}
+	}
 	if wantsJSON(c) {
 		lang := views.Lang(c.Request().Context())
 		out := make([]map[string]any, 0, len(events))
 		for _, e := range events {
 			out = append(out, map[string]any{
 				"id": e.ID, "title": e.Title.In(lang), "venue": e.VenueName, "starts_at": e.StartsAt,
-				"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt, "status": e.Status,
+				"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt, "status": e.SeatStatus(),
 			})
 		}
 		return c.JSON(http.StatusOK, map[string]any{"events": out})

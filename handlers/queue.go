@@ -102,7 +102,13 @@ func (pl queuePlace) progress(p boxoffice.QueuePosition) float64 {
 // liveEvent returns the event from the short-lived cache for the fans' hot
 // paths. Errors: ENOTFOUND, also for a draft seen by a fan.
 func (s *Server) liveEvent(ctx context.Context, id int64) (*boxoffice.Event, error) {
-	e, err := s.LiveEvents.Event(ctx, id)
+	return visibleEvent(ctx, s.LiveEvents, id)
+}
+
+// visibleEvent returns the event from r, or errNoEvent for a draft to
+// anyone but an admin.
+func visibleEvent(ctx context.Context, r EventReader, id int64) (*boxoffice.Event, error) {
+	e, err := r.Event(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +269,7 @@ func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.
 			v.ReloadIn = int(min(max(e.QueueOpensAt.Sub(s.Now()), 0), time.Minute)/time.Second) + 1
 		}
 		v.Progress = pl.progress(p)
-		if v.Status == boxoffice.QueueNotInQueue && soldOut(e) {
+		if v.Status == boxoffice.QueueNotInQueue && e.SeatStatus() == boxoffice.EventSoldOut {
 			v.Status = boxoffice.QueueSoldOut
 		}
 	case boxoffice.EQUEUENOTOPEN:
@@ -276,23 +282,13 @@ func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.
 		switch {
 		case boxoffice.NoEntryReason(err) == boxoffice.ReasonExpired:
 			v.Status = boxoffice.QueueExpired
-		case soldOut(e):
+		case e.SeatStatus() == boxoffice.EventSoldOut:
 			v.Status = boxoffice.QueueSoldOut
 		}
 	default:
 		return v, err
 	}
 	return v, nil
-}
-
-// soldOut reports whether the event (as counted when it was read) has no
-// seat left, nor one in an unpaid order that may come back.
-func soldOut(e *boxoffice.Event) bool {
-	left := 0
-	for _, g := range e.Grades {
-		left += g.SeatsLeft + g.SeatsHeld
-	}
-	return len(e.Grades) > 0 && left == 0
 }
 
 // readPosition reads the event of the request's :id, the session's place in

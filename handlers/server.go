@@ -46,6 +46,11 @@ type Server struct {
 	// LiveEvents serves the hot paths of a sale (join, seat map, holds) from
 	// a short-lived copy of each event.
 	LiveEvents EventReader
+	// EventPages serves the event's page, its JSON and the home page's
+	// statuses from a short-lived copy of each event whose seat counts
+	// include the live holds in Redis (store.EventCache with Holds): one
+	// read per event and copy, shared by all readers.
+	EventPages EventReader
 	Queue      boxoffice.QueueService
 	Holds      boxoffice.HoldService
 	// TrustedProxies are the load balancers (TRUSTED_PROXIES) whose

@@ -17,8 +17,12 @@ import (
 // the Events store directly where that matters (admin pages).
 type EventCache struct {
 	Events boxoffice.EventService
-	TTL    time.Duration // 1 s when zero
-	Now    func() time.Time
+	// Holds, when set, loads each event with its live holds counted as
+	// held (Holds.EventWithHolds) instead of through Events, so that fans
+	// see a seat held in Redis as held, not free.
+	Holds *Holds
+	TTL   time.Duration // 1 s when zero
+	Now   func() time.Time
 
 	mu      sync.Mutex
 	entries map[int64]cachedEvent
@@ -46,7 +50,7 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 		return e.event, e.err
 	}
 	v, err, _ := c.loads.Do(strconv.FormatInt(id, 10), func() (any, error) {
-		ev, err := c.Events.FindEventByID(context.WithoutCancel(ctx), id)
+		ev, err := c.load(context.WithoutCancel(ctx), id)
 		if err == nil || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
 			c.mu.Lock()
 			if c.entries == nil {
@@ -64,6 +68,14 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 		return nil, err
 	}
 	return v.(*boxoffice.Event), nil
+}
+
+// load reads the event from the store: through Holds when set, else Events.
+func (c *EventCache) load(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	if c.Holds != nil {
+		return c.Holds.EventWithHolds(ctx, id)
+	}
+	return c.Events.FindEventByID(ctx, id)
 }
 
 // Forget drops the cached copy of an event, so that the next call loads it

@@ -63,7 +63,7 @@ func (s *Events) CreateEvent(ctx context.Context, in boxoffice.EventInput) (*box
 		if err := copyVenueSeats(ctx, tx, id, in.VenueID); err != nil {
 			return err
 		}
-		if ev, err = findEvent(ctx, tx, id); err != nil {
+		if ev, err = findEvent(ctx, tx, id, nil); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, auditEntry{
@@ -228,7 +228,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 		if err != nil {
 			return fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
 		}
-		old, err := findEvent(ctx, tx, id)
+		old, err := findEvent(ctx, tx, id, nil)
 		if err != nil {
 			return err
 		}
@@ -289,7 +289,7 @@ func (s *Events) UpdateEvent(ctx context.Context, id int64, in boxoffice.EventIn
 				return err
 			}
 		}
-		if ev, err = findEvent(ctx, tx, id); err != nil {
+		if ev, err = findEvent(ctx, tx, id, nil); err != nil {
 			return err
 		}
 		before, after, err := changedFacts(eventFacts(old), eventFacts(ev))
@@ -414,7 +414,7 @@ func (s *Events) setStatus(ctx context.Context, id int64, action, to string, sal
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("set event %d status: %w", id, err)
 		}
-		ev, err = findEvent(ctx, tx, id)
+		ev, err = findEvent(ctx, tx, id, nil)
 		if err != nil {
 			return err
 		}
@@ -476,7 +476,7 @@ func (s *Events) SetAdmission(ctx context.Context, id int64, paused *bool, rate 
 		if err != nil {
 			return fmt.Errorf("set admission of event %d: %w", id, notFound(err, "err_no_event"))
 		}
-		if ev, err = findEvent(ctx, tx, id); err != nil {
+		if ev, err = findEvent(ctx, tx, id, nil); err != nil {
 			return err
 		}
 		return writeAudit(ctx, tx, auditEntry{
@@ -518,8 +518,13 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 	return &e, nil
 }
 
-// findEvent reads an event with its grades and their seat counts.
-func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, error) {
+// findEvent reads an event with its grades and their seat counts; held are
+// the labels of seats held in Redis (live holds), counted as held like the
+// seats of unpaid orders (nil for none).
+func findEvent(ctx context.Context, q querier, id int64, held []string) (*boxoffice.Event, error) {
+	if held == nil {
+		held = []string{}
+	}
 	ev, err := scanEvent(q.QueryRow(ctx, eventQuery+` WHERE e.id = $1`, id))
 	if err != nil {
 		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
@@ -533,10 +538,11 @@ func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, erro
 		LEFT JOIN sold_seat ss ON ss.event_id = s.event_id AND ss.seat_label = s.label
 		LEFT JOIN blocked_seat bs ON bs.event_id = s.event_id AND bs.seat_label = s.label
 		LEFT JOIN (SELECT DISTINCT i.seat_label FROM order_item i JOIN orders o ON o.id = i.order_id
-		           WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT') p ON p.seat_label = s.label
+		           WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT'
+		           UNION SELECT unnest($2::text[])) p ON p.seat_label = s.label
 		WHERE g.event_id = $1
 		GROUP BY g.code, g.name, g.price, g.color
-		ORDER BY g.price DESC, g.code`, id)
+		ORDER BY g.price DESC, g.code`, id, held)
 	if err != nil {
 		return nil, fmt.Errorf("find event %d grades: %w", id, err)
 	}
@@ -552,11 +558,13 @@ func findEvent(ctx context.Context, q querier, id int64) (*boxoffice.Event, erro
 }
 
 // FindEventByID returns the event with its venue's name and its grades,
-// dearest first, each with SeatsTotal (its event seats) and SeatsLeft (those
-// without a sold_seat row), counted by PostgreSQL in one statement. Times are
-// UTC. Errors: ENOTFOUND.
+// dearest first, each with SeatsTotal (its event seats), SeatsLeft (those
+// neither sold, blocked nor in an unpaid order) and SeatsHeld (those in an
+// unpaid order), counted by PostgreSQL in one statement; holds in Redis are
+// not counted (Holds.EventWithHolds counts them). Times are UTC. Errors:
+// ENOTFOUND.
 func (s *Events) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event, error) {
-	return findEvent(ctx, s.DB.Pool, id)
+	return findEvent(ctx, s.DB.Pool, id, nil)
 }
 
 // FindEvents lists events by queue opening (then id) with their venue's

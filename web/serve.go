@@ -153,6 +153,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		Accounts:       &store.Accounts{DB: db},
 		Events:         events,
 		LiveEvents:     &store.EventCache{Events: events},
+		EventPages:     &store.EventCache{Events: events, Holds: holds},
 		Queue:          queue,
 		Holds:          holds,
 		Ready:          map[string]handlers.Pinger{"postgres": db, "redis": rdb},
