@@ -102,21 +102,35 @@ type orderAnswer struct {
 // returns where the PG redirects the buyer, as a path on the app.
 func (a *testApp) payAtSandbox(t *testing.T, c *client, o orderAnswer, action, scenario string) string {
 	t.Helper()
+	wantStatus(t, c.do("GET", strings.TrimPrefix(o.CheckoutURL, a.URL), nil), http.StatusOK)
+	loc, err := a.trySandboxPay(c, o, action, scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// trySandboxPay is payAtSandbox, less the checkout page's GET, for
+// goroutines other than the test's: it returns the error instead of failing
+// the test.
+func (a *testApp) trySandboxPay(c *client, o orderAnswer, action, scenario string) (string, error) {
 	u, err := url.Parse(o.CheckoutURL)
 	if err != nil || !strings.HasPrefix(o.CheckoutURL, a.URL+"/sandbox-pg/checkout?") {
-		t.Fatalf("checkout URL %q, want the sandbox's page", o.CheckoutURL)
+		return "", fmt.Errorf("checkout URL %q, want the sandbox's page", o.CheckoutURL)
 	}
-	wantStatus(t, c.do("GET", strings.TrimPrefix(o.CheckoutURL, a.URL), nil), http.StatusOK)
 	form := u.Query()
 	form.Set("action", action)
 	form.Set("scenario", scenario)
-	resp := c.do("POST", "/sandbox-pg/checkout", form)
-	wantStatus(t, resp, http.StatusSeeOther)
-	loc := resp.Header.Get("Location")
-	if !strings.HasPrefix(loc, a.URL+"/payments/") {
-		t.Fatalf("the PG redirects to %q, want the app's /payments/", loc)
+	resp, err := c.try("POST", "/sandbox-pg/checkout", form)
+	if err != nil {
+		return "", err
 	}
-	return strings.TrimPrefix(loc, a.URL)
+	resp.Body.Close()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, a.URL+"/payments/") {
+		return "", fmt.Errorf("the PG answers %d redirecting to %q, want 303 to the app's /payments/", resp.StatusCode, loc)
+	}
+	return strings.TrimPrefix(loc, a.URL), nil
 }
 
 func TestCreateOrder(t *testing.T) {
