@@ -94,7 +94,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Accounts:      &store.Accounts{DB: db, Cost: bcrypt.MinCost},
 		Events:        events,
 		LiveEvents:    &store.EventCache{Events: events, TTL: time.Millisecond},
-		EventPages:    &store.EventCache{Events: events, Holds: holds, TTL: time.Millisecond},
+		EventPages:    &store.EventCache{Events: events, Holds: holds}, // a second, as served: tests Forget to see a change at once
 		Queue:         &store.Queue{Redis: rdb, Metrics: queueMetrics},
 		Draws:         &store.Draws{DB: db},
 		Holds:         holds,
