@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/views"
@@ -425,7 +424,8 @@ func eventEditPath(id int64) string { return fmt.Sprintf("/admin/events/%d/edit"
 
 // handleAdminEventBlocks handles POST /admin/events/:id/blocks: "action"
 // block or unblock, and "seat" repeated (each value may also name several
-// labels separated by spaces or commas, as the page's field does). JSON:
+// labels separated by commas or line breaks, as the page's field does;
+// not by spaces, which a label may hold, such as "1층 A-2-1"). JSON:
 // 200 {"event_id", "action", "seats", "blocked"}; HTML: 303 to the event's
 // edit page, which lists the blocked seats, or the page again with the
 // refusal and its status (400 naming every unknown seat, 409 naming every
@@ -441,7 +441,11 @@ func (s *Server) handleAdminEventBlocks(c echo.Context) error {
 	}
 	var seats []string
 	for _, v := range form["seat"] {
-		seats = append(seats, strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })...)
+		for _, l := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+			if l = strings.TrimSpace(l); l != "" {
+				seats = append(seats, l)
+			}
+		}
 	}
 	ctx := c.Request().Context()
 	action := form.Get("action")
