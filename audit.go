@@ -3,7 +3,7 @@ package boxoffice
 import (
 	"context"
 	"net/url"
-	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,12 +59,11 @@ type AuditLog interface {
 	AuditActions() []string
 }
 
-var auditActionPattern = regexp.MustCompile(`^[a-z_]{1,40}$`)
-
 // ParseAuditFilter reads the audit log's query parameters: "event" and
-// "admin" (ids), "action" and "after" (a page's cursor). Errors:
-// EBADREQUEST with Fields naming every parameter that cannot be read.
-func ParseAuditFilter(q url.Values) (AuditFilter, error) {
+// "admin" (ids), "action" (one of actions, AuditLog.AuditActions) and
+// "after" (a page's cursor). Errors: EBADREQUEST with Fields naming every
+// parameter that cannot be read.
+func ParseAuditFilter(q url.Values, actions []string) (AuditFilter, error) {
 	var a AuditFilter
 	f := map[string]Msg{}
 	id := func(name string, msg MsgID, into *int64) {
@@ -88,7 +87,7 @@ func ParseAuditFilter(q url.Values) (AuditFilter, error) {
 		a.After = n
 	}
 	a.Action = strings.TrimSpace(q.Get("action"))
-	if a.Action != "" && !auditActionPattern.MatchString(a.Action) {
+	if a.Action != "" && !slices.Contains(actions, a.Action) {
 		f["action"] = M("val_filter_action", "Value", ClipInput(a.Action, MaxQuoted))
 	}
 	if len(f) > 0 {

@@ -19,13 +19,14 @@ import (
 // parameter at once.
 func (s *Server) handleAdminAudit(c echo.Context) error {
 	query := c.QueryParams()
-	f, ferr := boxoffice.ParseAuditFilter(query)
+	actions := s.Audit.AuditActions()
+	f, ferr := boxoffice.ParseAuditFilter(query, actions)
 	if ferr != nil && wantsJSON(c) {
 		return ferr
 	}
 	v := views.AdminAuditView{
 		Event: query.Get("event"), Admin: query.Get("admin"), Action: query.Get("action"),
-		Actions: s.Audit.AuditActions(), Err: ferr,
+		Actions: actions, Err: ferr,
 	}
 	if ferr == nil {
 		page, err := s.Audit.FindAudit(c.Request().Context(), f)

@@ -22,7 +22,7 @@ type AuditLog struct {
 var auditActions = []string{
 	AuditVenueCreate, AuditVenueRename, AuditVenueDelete,
 	AuditEventCreate, AuditEventUpdate, AuditEventPublish, AuditEventClose, AuditAdmission,
-	AuditBlock, AuditUnblock, AuditRefund, AuditRefundFailed,
+	AuditBlock, AuditUnblock, AuditBroadcast, AuditRefund, AuditRefundFailed,
 }
 
 // AuditActions lists every action the store writes to the audit log.
