@@ -38,6 +38,13 @@ func TestAdminOrderRefund(t *testing.T) {
 	}
 	resp = admin.do("POST", "/admin/orders/"+o.OrderID+"/refund", url.Values{"seat": {"B-9-9"}, "reason": {"x"}}, "Accept: application/json")
 	wantErrorCode(t, resp, boxoffice.EINVALID)
+	// No reason and a seat not in the order: both reasons at once.
+	resp = admin.do("POST", "/admin/orders/"+o.OrderID+"/refund", url.Values{"seat": {"B-9-9"}, "reason": {""}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusUnprocessableEntity)
+	var both struct{ Fields map[string]string }
+	if err := json.NewDecoder(resp.Body).Decode(&both); err != nil || both.Fields["reason"] == "" || !strings.Contains(both.Fields["seat"], "B-9-9") {
+		t.Errorf("refund without a reason of a seat not in the order: fields %v (%v), want the reason's and the seat's", both.Fields, err)
+	}
 
 	resp = admin.do("POST", "/admin/orders/"+o.OrderID+"/refund", url.Values{"seat": {"A-1-3"}, "reason": {"the show moved"}}, "Accept: application/json")
 	wantStatus(t, resp, http.StatusOK)

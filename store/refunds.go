@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -87,13 +88,20 @@ type PendingRefund struct {
 // ENOTFOUND (no such order); ECONFLICT when the order is not CONFIRMED, or a
 // seat was refunded already (Details["seats"]) or is in a refund under way.
 func (s *Refunds) Reserve(ctx context.Context, req boxoffice.RefundRequest) (PendingRefund, error) {
+	// The request's own faults are told together with the seats not in the
+	// order, which only the transaction knows.
+	invalid := map[string]boxoffice.Msg{}
 	if err := req.Validate(); err != nil {
-		return PendingRefund{}, err
+		var e *boxoffice.Error
+		if !errors.As(err, &e) || e.Fields == nil {
+			return PendingRefund{}, err
+		}
+		maps.Copy(invalid, e.Fields)
 	}
 	var r PendingRefund
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		r, err = reserveRefund(ctx, tx, req, s.DB.Now())
+		r, err = reserveRefund(ctx, tx, req, invalid, s.DB.Now())
 		return err
 	})
 	if err != nil {
@@ -102,8 +110,9 @@ func (s *Refunds) Reserve(ctx context.Context, req boxoffice.RefundRequest) (Pen
 	return r, nil
 }
 
-// reserveRefund is Reserve's transaction.
-func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, now time.Time) (PendingRefund, error) {
+// reserveRefund is Reserve's transaction; invalid holds the request's own
+// faults (Validate's Fields), refused together with seats not in the order.
+func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, invalid map[string]boxoffice.Msg, now time.Time) (PendingRefund, error) {
 	r := PendingRefund{ID: newOrderID(), OrderID: req.OrderID, Reason: req.Reason, Source: "admin"}
 	var status boxoffice.OrderStatus
 	err := tx.QueryRow(ctx, `SELECT status, currency FROM orders WHERE id = $1 FOR NO KEY UPDATE`, req.OrderID).Scan(&status, &r.Amount.Currency)
@@ -152,9 +161,12 @@ func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, 
 			underway = append(underway, l)
 		}
 	}
+	if _, ok := invalid["seat"]; len(unknown) > 0 && !ok {
+		invalid["seat"] = boxoffice.M("refund_seat_not_in_order", "Seats", strings.Join(unknown, ", "))
+	}
 	switch {
-	case len(unknown) > 0:
-		return r, boxoffice.Invalid(map[string]boxoffice.Msg{"seat": boxoffice.M("refund_seat_not_in_order", "Seats", strings.Join(unknown, ", "))})
+	case len(invalid) > 0:
+		return r, boxoffice.Invalid(invalid)
 	case status != boxoffice.OrderConfirmed:
 		return r, boxoffice.NewError(boxoffice.ECONFLICT, "refund_not_confirmed", "Status", string(status))
 	case len(refunded) > 0:
