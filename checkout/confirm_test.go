@@ -555,11 +555,11 @@ func TestService_Confirm_TwoPayments(t *testing.T) {
 	env.CheckInvariants(t)
 }
 
-// The per-account checkouttest.Limit at the database: an account that bought 3 seats
-// (checkouttest.Limit 5) holds 3 more on a Redis copy that lost its purchase (as after a
-// restore from an older snapshot), checks out, and pays the new order while
-// the webhook of the same payment arrives: the confirmation transaction
-// refuses it (refunded, limit_exceeded), once.
+// The per-account limit at the database: an account that bought 3 seats
+// (limit 5, checkouttest.Limit) holds 3 more on a Redis copy that lost its
+// purchase (as after a restore from an older snapshot), checks out, and
+// pays the new order while the webhook of the same payment arrives: the
+// confirmation transaction refuses it (refunded, limit_exceeded), once.
 func TestService_Confirm_LimitAtDatabase(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 120)

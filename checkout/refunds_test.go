@@ -113,7 +113,7 @@ func checkRefunds(env *checkouttest.Env, tb testing.TB, o *boxoffice.Order, paym
 
 // Ten admins refund the whole order, ten refund its first ticket and ten the
 // rest, while the PG's webhook for those refunds is handled again and again,
-// round after round: each seat is freed once, the checkouttest.Limit given back once, the
+// round after round: each seat is freed once, the limit given back once, the
 // PG asked once per refund, and the seats can be sold again.
 func TestService_Refund_Race(t *testing.T) {
 	t.Parallel()
@@ -162,7 +162,7 @@ func TestService_Refund_Race(t *testing.T) {
 		}
 		checkRefunds(env, t, o, key)
 		// The rest, if any, is refunded, and then the seats sell again and the
-		// buyer may buy up to the checkouttest.Limit again.
+		// buyer may buy up to the limit again.
 		if _, err := refunds.Refund(ctx, boxoffice.RefundRequest{OrderID: o.ID, Reason: "the rest"}); err != nil && boxoffice.ErrorCode(err) != boxoffice.ECONFLICT {
 			t.Fatalf("round %d: refund the rest: %v", round, err)
 		}
