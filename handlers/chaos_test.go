@@ -292,6 +292,10 @@ func (s *redisChaos) payUnpaid(t *testing.T) {
 		{confirmation{string(boxoffice.OrderConfirmed), string(boxoffice.PaymentConfirmed)}, len(chaosOrders[1])},
 	}
 	for i, o := range s.orders {
+		// The fan's session was lost with Redis: it logs in again, as it
+		// must to read its order (the success redirect's JSON answers only
+		// the order's owner).
+		wantStatus(t, s.unpaid[i].do("POST", "/login", url.Values{"email": {fmt.Sprintf("unpaid%d@example.com", i)}, "password": {"correct horse"}}), http.StatusSeeOther)
 		success := s.app.payAtSandbox(t, s.unpaid[i], o, "pay", sandbox.ScenarioDefault)
 		for range 2 {
 			resp := s.unpaid[i].do("GET", success, nil, "Accept: application/json")
