@@ -85,7 +85,7 @@ func TestEventSeatStatus(t *testing.T) {
 		}
 	}
 
-	wantStatus(t, admin.do("POST", blocks, url.Values{"action": {"block"}, "seat": {"A-1-1 A-1-2 A-1-3 A-1-4 A-1-5 A-1-6 A-1-7"}}), http.StatusSeeOther)
+	wantStatus(t, admin.do("POST", blocks, url.Values{"action": {"block"}, "seat": {"A-1-1, A-1-2, A-1-3, A-1-4, A-1-5, A-1-6, A-1-7"}}), http.StatusSeeOther)
 	want(boxoffice.EventOnSale, 3, 0)
 
 	first, firstAcct := app.newAccount(t, "first@example.com", boxoffice.RoleFan)
@@ -141,7 +141,7 @@ func TestEventSeatStatus_Rush(t *testing.T) {
 	ctx := context.Background()
 	for round := range rounds {
 		ev := app.saleEvent(t) // A-1-1 to A-1-10
-		wantStatus(t, admin.do("POST", fmt.Sprintf("/admin/events/%d/blocks", ev.ID), url.Values{"action": {"block"}, "seat": {"A-1-1 A-1-2 A-1-3"}}), http.StatusSeeOther)
+		wantStatus(t, admin.do("POST", fmt.Sprintf("/admin/events/%d/blocks", ev.ID), url.Values{"action": {"block"}, "seat": {"A-1-1, A-1-2, A-1-3"}}), http.StatusSeeOther)
 		for _, c := range clients {
 			wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}, "Accept: application/json"), http.StatusOK)
 		}
