@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/boxoffice/boxoffice"
@@ -35,13 +34,7 @@ func (s *Server) handleAdminAudit(c echo.Context) error {
 		}
 		v.Page = page
 		if page.Next != 0 {
-			next := url.Values{"after": {strconv.FormatInt(page.Next, 10)}}
-			for _, k := range []string{"event", "admin", "action"} {
-				if val := query.Get(k); val != "" {
-					next.Set(k, val)
-				}
-			}
-			v.Next = "/admin/audit?" + next.Encode()
+			v.Next = nextPageURL("/admin/audit", query, strconv.FormatInt(page.Next, 10), "event", "admin", "action")
 		}
 	}
 	if wantsJSON(c) {

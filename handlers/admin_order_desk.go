@@ -36,13 +36,7 @@ func (s *Server) handleAdminOrders(c echo.Context) error {
 		}
 		v.Page = page
 		if page.Next != nil {
-			next := url.Values{"after": {page.Next.String()}}
-			for _, k := range []string{"event", "q", "status"} {
-				if val := query.Get(k); val != "" {
-					next.Set(k, val)
-				}
-			}
-			v.Next = "/admin/orders?" + next.Encode()
+			v.Next = nextPageURL("/admin/orders", query, page.Next.String(), "event", "q", "status")
 		}
 	}
 	if wantsJSON(c) {
@@ -123,4 +117,16 @@ func (s *Server) handleAdminOrdersCSV(c echo.Context) error {
 		return nil
 	}
 	return err
+}
+
+// nextPageURL is path's link to the page after the cursor after, keeping
+// the filters of query named by filters that are set.
+func nextPageURL(path string, query url.Values, after string, filters ...string) string {
+	next := url.Values{"after": {after}}
+	for _, k := range filters {
+		if val := query.Get(k); val != "" {
+			next.Set(k, val)
+		}
+	}
+	return path + "?" + next.Encode()
 }
