@@ -15,7 +15,7 @@ var _ boxoffice.BlockService = (*Blocks)(nil)
 
 var (
 	holdBlockScript     = loadScript(holdLua, "lua/hold_block.lua")
-	holdBlockDoneScript = loadScript(holdLua, "lua/hold_block_done.lua")
+	holdBlockDoneScript = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_block_done.lua")
 )
 
 // blockChangeTTL bounds a change of blocked seats from its first Redis step
@@ -147,15 +147,17 @@ func (b *Blocks) ChangeBlocks(ctx context.Context, req boxoffice.BlockRequest) (
 	case req.Action == boxoffice.BlockActionBlock && boxoffice.ErrorCode(err) == boxoffice.ECONFLICT:
 		remove = slices.DeleteFunc(slices.Clone(seats), func(l string) bool { return slices.Contains(already, l) })
 	}
+	doneKeys := []string{h.blockLockKey(e), h.blockedKey(e), h.blockingKey(e), h.unblocksKey(e)}
 	doneArgs := []any{token, "0"}
 	if len(remove) > 0 {
-		doneArgs[1] = "1"
+		doneArgs = []any{token, "1", len(remove)}
 		for _, l := range remove {
 			doneArgs = append(doneArgs, l)
 		}
+		indexKeys, indexArgs := h.reindexArgs(ctx, e, remove, len(doneKeys)+1)
+		doneKeys, doneArgs = append(doneKeys, indexKeys...), append(doneArgs, indexArgs...)
 	}
-	doneErr := holdBlockDoneScript.Run(context.WithoutCancel(ctx), h.Redis.Client,
-		[]string{h.blockLockKey(e), h.blockedKey(e), h.blockingKey(e), h.unblocksKey(e)}, doneArgs...).Err()
+	doneErr := holdBlockDoneScript.Run(context.WithoutCancel(ctx), h.Redis.Client, doneKeys, doneArgs...).Err()
 	if err != nil {
 		return nil, err
 	}

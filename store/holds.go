@@ -23,16 +23,17 @@ var _ boxoffice.HoldService = (*Holds)(nil)
 var holdLua embed.FS
 
 var (
-	holdScript        = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
-	holdBestScript    = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua")
-	holdReleaseScript = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_release.lua")
-	holdExtendScript  = loadScript(holdLua, "lua/hold_extend.lua")
-	holdSoldScript    = loadScript(holdLua, "lua/hold_sold.lua")
-	holdMineScript    = loadScript(holdLua, "lua/hold_mine.lua")
-	holdCacheScript   = loadScript(holdLua, "lua/hold_cache.lua")
-	holdReleaseOrder  = loadScript(holdLua, "lua/hold_release_order.lua")
-	holdLeaveScript   = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_leave.lua")
-	holdUnsoldScript  = loadScript(holdLua, "lua/hold_unsold.lua")
+	holdScript          = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
+	holdBestScript      = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua")
+	holdBestIndexScript = loadScript(holdLua, "lua/hold_best_index.lua")
+	holdReleaseScript   = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_release.lua")
+	holdExtendScript    = loadScript(holdLua, "lua/hold_extend.lua")
+	holdSoldScript      = loadScript(holdLua, "lua/hold_sold.lua")
+	holdMineScript      = loadScript(holdLua, "lua/hold_mine.lua")
+	holdCacheScript     = loadScript(holdLua, "lua/hold_cache.lua")
+	holdReleaseOrder    = loadScript(holdLua, "lua/hold_release_order.lua")
+	holdLeaveScript     = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_leave.lua")
+	holdUnsoldScript    = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_unsold.lua")
 )
 
 // loadScript returns the script made of the embedded files names, in order
@@ -155,7 +156,7 @@ type Holds struct {
 	mu     sync.Mutex
 	labels map[int64]map[string]struct{} // event id -> its seats' labels
 	maps   map[int64]*sharedMapSlot      // event id -> shared read for SeatStatuses
-	runs   map[int64]gradeRuns           // event id -> its seats for best available
+	runs   map[int64]*bestLayout         // event id -> its seats for best available
 	hints  map[bestHintKey]bestHint      // where HoldBest starts
 
 	granted prometheus.Counter
@@ -178,7 +179,7 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 		MapMaxAge: DefaultMapMaxAge,
 		labels:    map[int64]map[string]struct{}{},
 		maps:      map[int64]*sharedMapSlot{},
-		runs:      map[int64]gradeRuns{},
+		runs:      map[int64]*bestLayout{},
 		hints:     map[bestHintKey]bestHint{},
 		granted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "boxoffice_holds_granted_total",
@@ -804,17 +805,20 @@ func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orde
 // unsell records in Redis, in one Lua script, a refund that PostgreSQL
 // committed: labels leave sold:{e}, the account's bought count falls by
 // their number, and refunds:{e} rises, so that a load of the copy that read
-// PostgreSQL before the commit writes nothing. Call it once per refund.
+// PostgreSQL before the commit writes nothing; their runs are back in best
+// available's index (bestIndexKey). Call it once per refund.
 func (h *Holds) unsell(ctx context.Context, eventID, accountID int64, labels []string) error {
-	args := []any{accountID}
+	args := []any{accountID, len(labels)}
 	for _, l := range labels {
 		args = append(args, l)
 	}
-	err := holdUnsoldScript.Run(ctx, h.Redis.Client, []string{
+	keys := []string{
 		h.Redis.Key("sold:{%d}", eventID),
 		h.Redis.Key("bought:{%d}", eventID),
 		h.refundsKey(eventID),
-	}, args...).Err()
+	}
+	indexKeys, indexArgs := h.reindexArgs(ctx, eventID, labels, len(keys)+1)
+	err := holdUnsoldScript.Run(ctx, h.Redis.Client, append(keys, indexKeys...), append(args, indexArgs...)...).Err()
 	if err != nil {
 		return fmt.Errorf("unsell seats of event %d: %w", eventID, err)
 	}
@@ -1047,6 +1051,7 @@ func (h *Holds) loadSoldCacheOnce(ctx context.Context, eventID int64) (bool, err
 		h.blockedKey(eventID),
 		h.blockingKey(eventID),
 		h.unblocksKey(eventID),
+		h.bestGenKey(eventID),
 	}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("load sold seats of event %d into Redis: %w", eventID, err)

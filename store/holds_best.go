@@ -17,6 +17,11 @@ import (
 // however large the venue.
 const bestWindowSeats = 64
 
+// bestListed is how many runs of the index a reply of hold_best.lua names
+// at most: more than a window holds, so that the next window is made of
+// runs the index lists.
+const bestListed = 2 * bestWindowSeats
+
 // bestHintMaxAge is how long a hint of where a grade's blocks of a size
 // begin is trusted (see bestHint): long enough that fans racing for one
 // grade skip the full rows, short enough that seats freed by ended or
@@ -35,12 +40,42 @@ type seatRun struct {
 // first.
 type gradeRuns map[string][]seatRun
 
+// bestLayout is an event's gradeRuns and, for each of its seats' labels,
+// the run it is in.
+type bestLayout struct {
+	grades gradeRuns
+	runOf  map[string]runRef
+}
+
+// runRef names a run: its grade and its rank (index) in the grade's runs.
+type runRef struct {
+	grade string
+	rank  int
+}
+
+// newBestLayout indexes grades by label.
+func newBestLayout(grades gradeRuns) *bestLayout {
+	l := &bestLayout{grades: grades, runOf: map[string]runRef{}}
+	for g, runs := range grades {
+		for i, r := range runs {
+			for _, label := range r.labels {
+				l.runOf[label] = runRef{g, i}
+			}
+		}
+	}
+	return l
+}
+
 // bestHint says that, when it was learned (on the store's clock), the runs
 // of a grade before run had no block of a number of free seats (of the kind
 // its key says), or, with none, that no run had one, and then how many
 // seats were free (left) and whether a block that strands a seat was.
+// Listed are the runs from run on that the index listed then (see
+// bestIndexKey), in order, all of them unless more; nil when not known.
 type bestHint struct {
 	run     int
+	listed  []int
+	more    bool
 	none    bool
 	left    int
 	strands bool
@@ -66,23 +101,29 @@ type bestHintKey struct {
 // one that does not: a first pass looks for those, a second (only when the
 // first saw a block that strands) takes the best block left.
 //
-// One run of the script considers about bestWindowSeats seats, from where
-// this process last found the grade's blocks of that size to begin (a hint
-// per pass, kept for bestHintMaxAge), so that a pick costs one round trip
-// and touches only those rows in the common case; when they hold no block
-// it goes on through the grade's other runs, a window per round trip.
+// The script reads only runs that best available's index in Redis lists
+// (see bestIndexKey): those that may still have quantity seats side by
+// side neither sold nor blocked. One run of the script considers about
+// bestWindowSeats seats of them, from where this process last found the
+// grade's blocks of that size to begin (a hint per pass, kept for
+// bestHintMaxAge), so that a pick costs one round trip and touches only
+// those rows in the common case; when they hold no block (their seats are
+// held) it goes on through the runs the index lists, a window per round
+// trip. The first pick of a grade and quantity after Redis lost the index
+// builds it (two round trips more).
 //
 // Errors (*boxoffice.Error): ENOENTRYTOKEN; EBADCHOICE for a grade with no
-// seats in the event, a quantity under 1 or above req.Limit (before Redis is
-// touched), or above what the account may still hold (Details["left"]);
-// ENOTTOGETHER when no run of the grade has quantity free seats together,
-// with Details["left"] the grade's free seats the search saw. Input and
+// seats in the event or a quantity under 1 (before Redis is touched), or a
+// quantity above what the account may still hold (Details["left"], which
+// is never above req.Limit); ENOTTOGETHER when no run of the grade has
+// quantity free seats together, with Details["left"] the free seats of the
+// runs the search read (those the index lists for the quantity). Input and
 // the sold-seat cache as Hold.
 func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade string, quantity int) (boxoffice.HoldResult, error) {
 	if req.Limit < 1 || req.TTL < time.Millisecond {
 		return boxoffice.HoldResult{}, fmt.Errorf("hold best seats: limit %d and TTL %v must be positive", req.Limit, req.TTL)
 	}
-	if quantity < 1 || quantity > req.Limit {
+	if quantity < 1 {
 		err := boxoffice.NewError(boxoffice.EBADCHOICE, "best_quantity_range", "Max", req.Limit)
 		h.refuse(err)
 		return boxoffice.HoldResult{}, err
@@ -91,7 +132,7 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 	if err != nil {
 		return boxoffice.HoldResult{}, err
 	}
-	runs, ok := layout[grade]
+	runs, ok := layout.grades[grade]
 	if !ok {
 		err := boxoffice.NewError(boxoffice.EBADCHOICE, "best_unknown_grade")
 		h.refuse(err)
@@ -99,7 +140,7 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 	}
 	var pass bestPass
 	for _, strand := range []bool{false, true} {
-		pass = h.bestPass(ctx, req, quantity, runs, bestHintKey{req.EventID, grade, quantity, strand})
+		pass = h.bestPass(ctx, req, quantity, layout, runs, bestHintKey{req.EventID, grade, quantity, strand})
 		if pass.res != nil || pass.err != nil || !pass.strands {
 			break
 		}
@@ -138,30 +179,84 @@ type bestPass struct {
 	strands bool
 }
 
+// bestCursor walks a pass's runs: the ranks from start to the last, then
+// those before start. Pos is the next rank to consider and end the end of
+// the current part; listed are the runs from pos on that the index listed
+// (all of them unless more), known or not.
+type bestCursor struct {
+	pos, end int
+	wrapped  bool
+	listed   []int
+	more     bool
+	known    bool
+}
+
+// window returns the next runs to send (about bestWindowSeats seats): those
+// the index listed when it is known, else runs in order; none when the
+// current part is done.
+func (c *bestCursor) window(runs []seatRun) []int {
+	var w []int
+	n := 0
+	add := func(r int) bool {
+		if len(w) > 0 && n+len(runs[r].labels) > bestWindowSeats {
+			return false
+		}
+		w, n = append(w, r), n+len(runs[r].labels)
+		return true
+	}
+	if c.known {
+		for _, r := range c.listed {
+			if r >= c.pos && (r >= c.end || !add(r)) {
+				break
+			}
+		}
+		if len(w) > 0 || !c.more {
+			return w
+		}
+		c.known = false // every run listed is behind: go on in order
+	}
+	for r := c.pos; r < c.end && add(r); r++ {
+	}
+	return w
+}
+
 // bestPass runs hold_best.lua over the grade's runs, a window at a time,
 // from the hint of k (whether blocks that strand a seat may be taken), until
-// one holds seats or every run was seen, and keeps the hint up to date. A
-// fresh hint that no run has a block cuts the pass to its first window
-// (which still checks the entry, and takes a block freed since), and the
-// hint then says what the pass would have found.
-func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantity int, runs []seatRun, k bestHintKey) bestPass {
+// one holds seats or every run the index lists was seen, and keeps the hint
+// up to date. A fresh hint that no run has a block cuts the pass to its
+// first window (which still checks the entry, and takes a block freed
+// since), and the hint then says what the pass would have found.
+func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantity int, layout *bestLayout, runs []seatRun, k bestHintKey) bestPass {
 	var p bestPass
 	hint := h.bestHintFor(k)
 	start := hint.run
-	// The runs from the hint on, then those before it.
-	order := make([]int, 0, len(runs))
-	for i := range runs {
-		order = append(order, (start+i)%len(runs))
-	}
-	for w := 0; w < len(order); {
-		end := w
-		for n := 0; end < len(order) && (end == w || n+len(runs[order[end]].labels) <= bestWindowSeats); end++ {
-			n += len(runs[order[end]].labels)
+	c := bestCursor{pos: start, end: len(runs), listed: hint.listed, more: hint.more, known: hint.listed != nil}
+	var first bestHint // the index's runs from start on, as the first reply listed them
+	built := false
+	for {
+		window := c.window(runs)
+		if len(window) == 0 {
+			if c.wrapped || start == 0 {
+				break
+			}
+			c = bestCursor{pos: 0, end: start, wrapped: true}
+			continue
 		}
-		res, err := h.holdBestWindow(ctx, req, quantity, k.strand, runs, order[w:end])
+		res, err := h.holdBestWindow(ctx, req, quantity, k, runs, window)
 		if err != nil {
 			p.err = err
 			return p
+		}
+		if res[0] == "index" {
+			if built {
+				p.err = fmt.Errorf("hold best seats of event %d: index of grade %s missing after building it", req.EventID, k.grade)
+				return p
+			}
+			if p.err = h.buildBestIndex(ctx, req.EventID, k.grade, req.Limit, runs); p.err != nil {
+				return p
+			}
+			built = true
+			continue
 		}
 		if p.mine, err = mineState(res[1], res[2], res[3]); err != nil {
 			p.err = fmt.Errorf("hold best seats of event %d: %w", req.EventID, err)
@@ -169,10 +264,11 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 		}
 		switch res[0] {
 		case "limit":
+			left := p.mine.Left(req.Limit)
 			p.err = &boxoffice.Error{
 				Code:    boxoffice.EBADCHOICE,
-				Msg:     boxoffice.M("best_quantity_left", "Count", p.mine.Left(req.Limit)),
-				Details: map[string]any{"left": p.mine.Left(req.Limit)},
+				Msg:     boxoffice.M("best_quantity_left", "Count", left),
+				Details: map[string]any{"left": left},
 			}
 			h.refuse(p.err)
 			return p
@@ -184,36 +280,61 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 			if !k.strand {
 				at = int(toInt64(res[7])) - 1
 			}
-			h.setBestHint(k, bestHint{run: order[w+at]})
+			listed, more := layout.ranks(k.grade, res[8])
+			h.setBestHint(k, bestHint{run: window[at], listed: listed, more: more})
 			p.res = res
 			return p
 		}
 		// No run of the window has a block that may be taken ('none').
+		listed, more := layout.ranks(k.grade, res[6])
+		if first.listed == nil && c.pos == start && !c.wrapped {
+			first.listed, first.more = listed, more
+		}
 		if hint.none {
 			p.left, p.strands = hint.left, hint.strands
 			return p
 		}
 		p.left += int(toInt64(res[4]))
 		p.strands = p.strands || toInt64(res[5]) == 1
-		h.setBestHint(k, bestHint{run: (order[end-1] + 1) % len(runs)})
-		w = end
+		c.pos, c.listed, c.more, c.known = window[len(window)-1]+1, listed, more, true
+		next := bestHint{run: c.pos % len(runs)}
+		if c.pos < len(runs) {
+			next.listed, next.more = listed, more
+		}
+		h.setBestHint(k, next)
 	}
-	h.setBestHint(k, bestHint{run: start, none: true, left: p.left, strands: p.strands})
+	h.setBestHint(k, bestHint{run: start, listed: first.listed, more: first.more, none: true, left: p.left, strands: p.strands})
 	return p
 }
 
+// ranks maps the first labels of runs of grade that a reply of
+// hold_best.lua listed (v) to their ranks, and says whether the index may
+// list more (the reply is as long as it may be). Labels of no run of the
+// grade (an index built from another layout) are left out.
+func (l *bestLayout) ranks(grade string, v any) ([]int, bool) {
+	labels := stringsOf(v)
+	out := make([]int, 0, len(labels))
+	for _, label := range labels {
+		if ref, ok := l.runOf[label]; ok && ref.grade == grade && l.grades[grade][ref.rank].labels[0] == label {
+			out = append(out, ref.rank)
+		}
+	}
+	return out, len(labels) >= bestListed
+}
+
 // holdBestWindow runs hold_best.lua once over the runs of the given
-// indexes, in that order, taking a block that strands a seat only if
-// strand, and returns its reply (see runHoldScript).
-func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, strand bool, runs []seatRun, window []int) ([]any, error) {
+// indexes, in that order, for the quantity and kind of block of k, and
+// returns its reply (see runHoldScript).
+func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, k bestHintKey, runs []seatRun, window []int) ([]any, error) {
 	keys, args := h.shopperKeys(req), shopperArgs(req)
+	keys = append(keys, h.bestGenKey(req.EventID), h.bestIndexKey(req.EventID, k.grade, quantity))
 	mayStrand := "0"
-	if strand {
+	if k.strand {
 		mayStrand = "1"
 	}
-	args = append(args, quantity, mayStrand, len(window))
+	args = append(args, quantity, mayStrand, bestListed, len(window))
 	for _, i := range window {
-		args = append(args, len(runs[i].labels), runs[i].best+1)
+		args = append(args, len(runs[i].labels), runs[i].best+1, i)
 	}
 	for _, i := range window {
 		for _, l := range runs[i].labels {
@@ -222,6 +343,80 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 		}
 	}
 	return h.runHoldScript(ctx, holdBestScript, req.EventID, keys, args)
+}
+
+// bestGenKey is the generation of the event's best-available index,
+// best:gen:{e}: an integer (none is 0) that rises when the index may miss a
+// run (see hold_index.lua).
+func (h *Holds) bestGenKey(eventID int64) string {
+	return h.Redis.Key("best:gen:{%d}", eventID)
+}
+
+// bestIndexKey is best available's index of an event's grade for a
+// quantity, best:{e}:<grade>:<quantity>: a zset of the runs of the grade
+// that may still have quantity seats side by side neither sold nor blocked,
+// member the run's first label, score its rank, plus the sentinel member ”
+// that says it was built (hold_index.lua). It may list runs that cannot
+// (hold_best.lua drops them when it reads them), never leaves out one that
+// can: the scripts that make a seat free again (a refund's hold_unsold.lua,
+// an unblock's hold_block_done.lua) put its run back, and the generation
+// rises when a load of the sold-seat copy takes seats out of blocked:{e} or
+// rebuilt the copy after Redis lost its data (hold_cache.lua), so that the
+// index is built whole again before use.
+func (h *Holds) bestIndexKey(eventID int64, grade string, quantity int) string {
+	return h.Redis.Key("best:{%d}:%s:%d", eventID, grade, quantity)
+}
+
+// buildBestIndex builds best available's index of the event's grade for
+// the quantities 1 to limit (hold_best_index.lua): those of its zsets not
+// built for the index's generation get every run of the grade.
+func (h *Holds) buildBestIndex(ctx context.Context, eventID int64, grade string, limit int, runs []seatRun) error {
+	keys := []string{h.bestGenKey(eventID)}
+	for q := 1; q <= min(limit, boxoffice.MaxPerAccountLimit); q++ {
+		keys = append(keys, h.bestIndexKey(eventID, grade, q))
+	}
+	args := make([]any, 0, 3*len(runs))
+	for i, r := range runs {
+		args = append(args, i, len(r.labels), r.labels[0])
+	}
+	if err := holdBestIndexScript.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {
+		return fmt.Errorf("build the best-available index of grade %s of event %d: %w", grade, eventID, err)
+	}
+	return nil
+}
+
+// reindexArgs returns the keys and arguments of index_runs (hold_index.lua)
+// that put the runs of labels, seats of the event that became free again,
+// back into best available's index: best:gen:{e} and the zsets, whose
+// positions in the script's KEYS start at first; then '0' and the triples.
+// When the event's runs cannot be read, the arguments say so ('1'), and
+// the script makes the whole index be built again instead.
+func (h *Holds) reindexArgs(ctx context.Context, eventID int64, labels []string, first int) ([]string, []any) {
+	keys := []string{h.bestGenKey(eventID)}
+	layout, err := h.eventRuns(ctx, eventID)
+	if err != nil {
+		return keys, []any{"1"}
+	}
+	args := []any{"0"}
+	pos := map[string]int{}
+	for _, label := range labels {
+		ref, ok := layout.runOf[label]
+		if !ok {
+			continue
+		}
+		run := layout.grades[ref.grade][ref.rank]
+		for q := 1; q <= min(len(run.labels), boxoffice.MaxPerAccountLimit); q++ {
+			key := h.bestIndexKey(eventID, ref.grade, q)
+			at, ok := pos[key]
+			if !ok {
+				at = first + len(keys)
+				pos[key] = at
+				keys = append(keys, key)
+			}
+			args = append(args, at, ref.rank, run.labels[0])
+		}
+	}
+	return keys, args
 }
 
 // bestHintFor returns k's hint, or the zero hint (from the first run) when
@@ -246,7 +441,7 @@ func (h *Holds) setBestHint(k bestHintKey, hint bestHint) {
 // eventRuns returns the event's seats for best available, read from
 // PostgreSQL on first use and kept for the life of the process once the
 // seats are fixed, as eventLabels does.
-func (h *Holds) eventRuns(ctx context.Context, eventID int64) (gradeRuns, error) {
+func (h *Holds) eventRuns(ctx context.Context, eventID int64) (*bestLayout, error) {
 	h.mu.Lock()
 	runs, ok := h.runs[eventID]
 	h.mu.Unlock()
@@ -273,7 +468,7 @@ func (h *Holds) eventRuns(ctx context.Context, eventID int64) (gradeRuns, error)
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
 		}
-		runs := seatRuns(seats)
+		runs := newBestLayout(seatRuns(seats))
 		fixed, err := h.seatsFixed(ctx, eventID)
 		if err != nil {
 			return nil, err
@@ -288,7 +483,7 @@ func (h *Holds) eventRuns(ctx context.Context, eventID int64) (gradeRuns, error)
 	if err != nil {
 		return nil, err
 	}
-	return v.(gradeRuns), nil
+	return v.(*bestLayout), nil
 }
 
 // runSeat is a seat as seatRuns reads it.

@@ -39,10 +39,18 @@
 -- KEYS[10] after its transaction: like a refund, a change of KEYS[10]
 -- since the load read it (ARGV[5]) means nothing is written.
 --
+-- Best available's index (hold_index.lua) lists every run that a seat
+-- not sold nor blocked may leave free. A seat this load takes out of
+-- blocked:{e} may be in a run the index dropped, and a copy loaded whole
+-- for the first time (cache:complete:{e} was not there: Redis lost its
+-- data, or never had it) may sit beside an index from before: either way
+-- the index's generation KEYS[11] rises, so that it is built whole again
+-- before use.
+--
 -- KEYS[1] cache:ready:{e}, KEYS[2] sold:{e}, KEYS[3] bought:{e},
 -- KEYS[4] cache:loading:{e}:<load id>, KEYS[5] cache:complete:{e},
 -- KEYS[6] claimed:{e}, KEYS[7] refunds:{e}, KEYS[8] blocked:{e},
--- KEYS[9] blocking:{e}, KEYS[10] unblocks:{e}
+-- KEYS[9] blocking:{e}, KEYS[10] unblocks:{e}, KEYS[11] best:gen:{e}
 -- ARGV[1] marker TTL (ms), ARGV[2] claim age (ms), ARGV[3] number of sold
 -- labels n, ARGV[4] KEYS[7] as the load read it ('' when missing), ARGV[5]
 -- KEYS[10] as the load read it ('' when missing), ARGV[6] number of
@@ -74,6 +82,7 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local last = 6 + tonumber(ARGV[3])
 sadd(KEYS[2], 7, last)
+local was_blocked = redis.call('SMEMBERS', KEYS[8])
 redis.call('DEL', KEYS[8])
 redis.call('ZREMRANGEBYSCORE', KEYS[9], '-inf', '(' .. (now - tonumber(ARGV[2])))
 for _, label in ipairs(redis.call('ZRANGE', KEYS[9], 0, -1)) do
@@ -87,6 +96,15 @@ for k = last + 1, #ARGV, 2 do
   end
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', '(' .. (now - tonumber(ARGV[2])))
-redis.call('SET', KEYS[5], KEYS[4], 'NX')
+local reindex = redis.call('SET', KEYS[5], KEYS[4], 'NX')
+for _, label in ipairs(was_blocked) do
+  if reindex or redis.call('SISMEMBER', KEYS[8], label) == 0 then
+    reindex = true
+    break
+  end
+end
+if reindex then
+  redis.call('INCR', KEYS[11])
+end
 redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
 return 1
