@@ -59,16 +59,18 @@ func TestHolds_HoldBest(t *testing.T) {
 	refusals := []struct {
 		name string
 		form url.Values
+		left any // the answer's "left", what the fan may still take; nil: none
 	}{
-		{"QuantityZero", url.Values{"grade": {"R"}, "quantity": {"0"}}},
-		{"QuantityNegative", url.Values{"grade": {"R"}, "quantity": {"-2"}}},
-		{"QuantityAboveLimit", url.Values{"grade": {"R"}, "quantity": {"6"}}},
-		{"QuantityAboveLeft", url.Values{"grade": {"R"}, "quantity": {"4"}}},
-		{"QuantityNotANumber", url.Values{"grade": {"R"}, "quantity": {"two"}}},
-		{"QuantityMissing", url.Values{"grade": {"R"}}},
-		{"UnknownGrade", url.Values{"grade": {"Z"}, "quantity": {"1"}}},
-		{"GradeMissing", url.Values{"quantity": {"1"}}},
-		{"SeatWithGrade", url.Values{"grade": {"R"}, "quantity": {"1"}, "seat": {"A-3-1"}}},
+		{"QuantityZero", url.Values{"grade": {"R"}, "quantity": {"0"}}, nil},
+		{"QuantityNegative", url.Values{"grade": {"R"}, "quantity": {"-2"}}, nil},
+		{"QuantityAboveLimit", url.Values{"grade": {"R"}, "quantity": {"6"}}, 3.0},
+		{"QuantityFarAboveLimit", url.Values{"grade": {"R"}, "quantity": {"1000000"}}, 3.0},
+		{"QuantityAboveLeft", url.Values{"grade": {"R"}, "quantity": {"4"}}, 3.0},
+		{"QuantityNotANumber", url.Values{"grade": {"R"}, "quantity": {"two"}}, nil},
+		{"QuantityMissing", url.Values{"grade": {"R"}}, nil},
+		{"UnknownGrade", url.Values{"grade": {"Z"}, "quantity": {"1"}}, nil},
+		{"GradeMissing", url.Values{"quantity": {"1"}}, nil},
+		{"SeatWithGrade", url.Values{"grade": {"R"}, "quantity": {"1"}, "seat": {"A-3-1"}}, nil},
 	}
 	for _, r := range refusals {
 		t.Run(r.name, func(t *testing.T) {
@@ -77,8 +79,11 @@ func TestHolds_HoldBest(t *testing.T) {
 			wantStatus(t, resp, http.StatusBadRequest)
 			var body map[string]any
 			decodeJSON(t, resp, &body)
-			if body["error"] != "bad_choice" || body["message"] == "" {
-				t.Errorf("body = %v, want error bad_choice with a message", body)
+			if body["error"] != "bad_choice" || body["message"] == "" || body["left"] != r.left {
+				t.Errorf("body = %v, want error bad_choice with a message and left %v", body, r.left)
+			}
+			if r.left != nil && !strings.Contains(fmt.Sprint(body["message"]), "You may hold only 3 more seats") {
+				t.Errorf("message %q, want what the fan may still take", body["message"])
 			}
 			after := getSeatMap(t, fan, e.ID)
 			if fmt.Sprint(after.statuses()) != fmt.Sprint(before.statuses()) {
@@ -136,7 +141,7 @@ func TestHolds_HoldBest(t *testing.T) {
 		}
 		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"9"}}, "HX-Request: true")
 		wantStatus(t, resp, http.StatusBadRequest)
-		if d := doc(t, resp); !strings.Contains(testid(d, "hold-notice"), "Choose from 1 to 5 seats") || d.Find(`[data-testid=held-seats] li`).Length() != 2 {
+		if d := doc(t, resp); !strings.Contains(testid(d, "hold-notice"), "You may hold only 3 more seats") || d.Find(`[data-testid=held-seats] li`).Length() != 2 {
 			t.Error("a refused htmx best-available hold does not answer the panel with the refusal")
 		}
 	})

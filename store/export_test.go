@@ -33,3 +33,9 @@ func SetBeforeRelease(s *Orders, f func(orderID string)) { s.beforeRelease = f }
 // SearchQuery is the statement SearchOrders runs for a search, and its
 // arguments, for tests that EXPLAIN it.
 var SearchQuery = searchQuery
+
+// Unsell takes a refund's seats out of Redis's sold-seat copy, as
+// Refunds.Apply does once PostgreSQL committed the refund.
+func Unsell(ctx context.Context, h *Holds, eventID, accountID int64, labels []string) error {
+	return h.unsell(ctx, eventID, accountID, labels)
+}
