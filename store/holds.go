@@ -86,6 +86,12 @@ const loadTimeout = 30 * time.Second
 //	unblocks:{e}           count of changes that took seats out of
 //	                       blocked:{e}, which a load checks it did not miss
 //	blocks:lock:{e}        the change of blocked seats under way (its token)
+//	best:{e}:<grade>:<q>   zset first label of a run -> its rank: best
+//	                       available's index of the runs of the grade that
+//	                       may still have q seats side by side neither sold
+//	                       nor blocked, and a sentinel (see bestIndexKey)
+//	best:gen:{e}           the index's generation, raised when it must be
+//	                       built again
 //	order:holds:{e}:<order>
 //	                       marker that an order's holds are no longer its
 //	                       expiry's to end: released by it (releaseOrder) or
