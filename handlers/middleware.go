@@ -57,8 +57,8 @@ const DefaultBodyTimeout = 10 * time.Second
 // the deadline itself once the body was read to its end (before it starts
 // watching the connection for the client going away), so a handler that
 // runs long after reading its body is not cancelled by it, as it would be
-// with http.Server.ReadTimeout. It runs before routing (echo's Pre), ahead
-// of anything that reads a body. Where the ResponseWriter cannot set
+// with http.Server.ReadTimeout. It runs first of every request's middleware,
+// ahead of anything that reads a body. Where the ResponseWriter cannot set
 // deadlines (httptest.ResponseRecorder), the body has none.
 func (s *Server) bodyDeadline() echo.MiddlewareFunc {
 	timeout := cmp.Or(s.BodyTimeout, DefaultBodyTimeout)

@@ -177,15 +177,17 @@ func (s *Server) Handler() http.Handler {
 		s.handleError(fmt.Errorf("%w (session store: %w)", errServiceDown, err), e.NewContext(r, w))
 	}
 
-	e.Pre(s.bodyDeadline())
-	e.Use(s.secureCookies, securityHeaders, s.language, s.recover, s.metricsMiddleware(), checkInputButImport(), crossOriginProtection())
+	// Every request's middleware, composed once (handlers/routes.go). The
+	// body's deadline comes first, ahead of anything that reads a body.
+	e.Use(globalChain(s.bodyDeadline(), s.secureCookies, securityHeaders, s.language, s.recover, s.metricsMiddleware(),
+		checkInputButImport(), crossOriginProtection()))
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles())
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/favicon.ico", echo.WrapHandler(http.FileServerFS(static.FS)))
 
-	app := e.Group("", echo.WrapMiddleware(s.Sessions.LoadAndSave), s.loadAccount)
+	app := routes{e: e}.group("", echo.WrapMiddleware(s.Sessions.LoadAndSave), s.loadAccount)
 	app.GET("/", s.handleHome)
 	app.GET("/events/:id", s.handleEvent)
 	app.GET("/signup", s.handleSignupPage)
@@ -198,7 +200,7 @@ func (s *Server) Handler() http.Handler {
 	// Admin set-up: venues, seat maps and events (issue 3). The seat-map
 	// import has its own, larger body limit, applied once requireAdmin let
 	// the request through (checkInputButImport).
-	admin := app.Group("/admin", requireAdmin)
+	admin := app.group("/admin", requireAdmin)
 	admin.GET("", s.handleAdmin)
 	admin.GET("/venues", s.handleAdminVenues)
 	admin.GET("/venues/new", s.handleAdminVenueNew)
