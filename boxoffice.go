@@ -119,10 +119,9 @@ func NewError(code string, id MsgID, args ...any) *Error {
 // ErrorCode returns the code of the first *Error in err's chain, "" for nil,
 // and EINTERNAL for any other error.
 func ErrorCode(err error) string {
-	var e *Error
 	if err == nil {
 		return ""
-	} else if errors.As(err, &e) {
+	} else if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
 	}
 	return EINTERNAL

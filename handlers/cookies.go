@@ -3,6 +3,7 @@ package handlers
 import (
 	"net"
 	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -71,4 +72,50 @@ func (s *Server) trustedPeer(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// maxCookies is the most cookies a request may send for any to be read,
+// net/http's default (GODEBUG httpcookiemaxnum).
+const maxCookies = 3000
+
+// cookieValue returns the value of r's first valid cookie named name, as
+// r.Cookie(name) finds it (quotes removed), without allocating: net/http
+// parses every cookie of the request into a new slice on each call.
+func cookieValue(r *http.Request, name string) (string, bool) {
+	lines := r.Header["Cookie"]
+	n := 0
+	for _, line := range lines {
+		n += strings.Count(line, ";") + 1
+	}
+	if n > maxCookies {
+		return "", false
+	}
+	for _, line := range lines {
+		for line != "" {
+			var part string
+			part, line, _ = strings.Cut(line, ";")
+			k, v, _ := strings.Cut(textproto.TrimString(part), "=")
+			if textproto.TrimString(k) != name {
+				continue
+			}
+			if len(v) > 1 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			if validCookieValue(v) {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}
+
+// validCookieValue reports whether v has only the bytes net/http accepts in
+// a cookie's value.
+func validCookieValue(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if b := v[i]; b < 0x20 || b >= 0x7f || b == '"' || b == ';' || b == '\\' {
+			return false
+		}
+	}
+	return true
 }

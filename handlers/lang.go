@@ -31,8 +31,8 @@ func (s *Server) language(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		lang := ""
-		if ck, err := r.Cookie(langCookie); err == nil && views.ValidLang(ck.Value) {
-			lang = ck.Value
+		if v, ok := cookieValue(r, langCookie); ok && views.ValidLang(v) {
+			lang = v
 		} else {
 			lang = views.MatchLang(r.Header.Get("Accept-Language"), s.defaultLang())
 		}

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -46,25 +47,35 @@ type requestLabels struct {
 
 // requestObservers keeps the histogram of each requestLabels, up to
 // maxRequestObservers of them (a client can send any method: past the cap
-// the histogram is looked up by its labels each time). Safe for concurrent
-// use.
+// the histogram is looked up by its labels each time). A lookup reads a map
+// that is never changed once published (a new label set publishes a copy),
+// with no lock and no allocation (a sync.Map would box each key). Safe for
+// concurrent use.
 type requestObservers struct {
 	vec   *prometheus.HistogramVec
-	known sync.Map // requestLabels -> prometheus.Observer
-	n     atomic.Int32
+	mu    sync.Mutex // held while a copy is made and published
+	known atomic.Pointer[map[requestLabels]prometheus.Observer]
 }
 
 const maxRequestObservers = 1024
 
 func (o *requestObservers) of(l requestLabels) prometheus.Observer {
-	if obs, ok := o.known.Load(l); ok {
-		return obs.(prometheus.Observer)
+	if known := o.known.Load(); known != nil {
+		if obs, ok := (*known)[l]; ok {
+			return obs
+		}
 	}
 	obs := o.vec.WithLabelValues(l.route, l.method, strconv.Itoa(l.status))
-	if o.n.Load() < maxRequestObservers {
-		if _, loaded := o.known.LoadOrStore(l, obs); !loaded {
-			o.n.Add(1)
-		}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old := o.known.Load()
+	if old == nil {
+		old = &map[requestLabels]prometheus.Observer{}
+	}
+	if len(*old) < maxRequestObservers {
+		m := maps.Clone(*old)
+		m[l] = obs
+		o.known.Store(&m)
 	}
 	return obs
 }

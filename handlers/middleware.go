@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice"
 	"github.com/labstack/echo/v4"
 )
@@ -115,13 +116,26 @@ func crossOriginProtection() echo.MiddlewareFunc {
 	}
 }
 
-// loadAccount puts the session's account and session key into the request's
-// context. The account is read from the session (Redis), not PostgreSQL, so
-// the hot paths of a sale cost no database query.
-func (s *Server) loadAccount(next echo.HandlerFunc) echo.HandlerFunc {
+// loadSession does what scs's LoadAndSave does, in echo's terms and without
+// its per-request wrapping (a response writer, a handler and a copy of the
+// request of its own): it loads the session of the session cookie into the
+// request's context and, before the response's header is written (or once
+// the handlers are done, when none wrote), commits a session that they
+// changed and sets its cookie. It also puts the session's account and
+// session key into the context. The account is read from the session (the
+// instance's copy, or Redis), not PostgreSQL, so the hot paths of a sale
+// cost no database query. A session store that cannot be read answers 503.
+func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		r := c.Request()
-		ctx := boxoffice.NewContextWithSessionKey(r.Context(), s.Sessions.GetString(r.Context(), sessSessionKey))
+		r, res := c.Request(), c.Response()
+		res.Header().Add("Vary", "Cookie")
+		token, _ := cookieValue(r, s.Sessions.Cookie.Name)
+		ctx, err := s.Sessions.Load(r.Context(), token)
+		if err != nil {
+			s.Sessions.ErrorFunc(res, r, err)
+			return nil
+		}
+		ctx = boxoffice.NewContextWithSessionKey(ctx, s.Sessions.GetString(ctx, sessSessionKey))
 		if id := s.Sessions.GetInt64(ctx, sessAccountID); id != 0 {
 			ctx = boxoffice.NewContextWithAccount(ctx, &boxoffice.Account{
 				ID:    id,
@@ -130,8 +144,39 @@ func (s *Server) loadAccount(next echo.HandlerFunc) echo.HandlerFunc {
 				Role:  s.Sessions.GetString(ctx, sessRole),
 			})
 		}
-		c.SetRequest(r.WithContext(ctx))
-		return next(c)
+		r = r.WithContext(ctx)
+		c.SetRequest(r)
+		res.Before(func() { s.saveSession(res.Writer, r) })
+		err = next(c)
+		if !res.Committed {
+			s.saveSession(res.Writer, r)
+		}
+		return err
+	}
+}
+
+// saveSession commits the session of r's context if the handlers changed it
+// and sets its cookie, or sets the cookie that deletes it if they destroyed
+// it, as scs's LoadAndSave does. The cookie is marked Secure here when the
+// request came over https (secureCookies): its own mark, made before the
+// header is written, may run before this one.
+func (s *Server) saveSession(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	switch s.Sessions.Status(ctx) {
+	case scs.Modified:
+		token, expiry, err := s.Sessions.Commit(ctx)
+		if err != nil {
+			s.Sessions.ErrorFunc(w, r, err)
+			return
+		}
+		s.Sessions.WriteSessionCookie(ctx, w, token, expiry)
+	case scs.Destroyed:
+		s.Sessions.WriteSessionCookie(ctx, w, "", time.Time{})
+	default:
+		return
+	}
+	if !s.Sessions.Cookie.Secure && s.overHTTPS(r) {
+		markSecure(w.Header())
 	}
 }
 

@@ -46,21 +46,24 @@ type queuePlace struct {
 // queuePlace returns the place cookie of the account asking, or the zero
 // place when there is none, it is another account's or it is malformed.
 func (s *Server) queuePlace(c echo.Context) queuePlace {
-	ck, err := c.Cookie(queuePlaceCookie)
-	if err != nil {
+	v, ok := cookieValue(c.Request(), queuePlaceCookie)
+	if !ok {
 		return queuePlace{}
 	}
-	f := strings.Split(ck.Value, ".")
+	epoch, v, _ := strings.Cut(v, ".")
+	owner, v, _ := strings.Cut(v, ".")
+	seqText, startText, ok := strings.Cut(v, ".")
 	acct := boxoffice.AccountFromContext(c.Request().Context())
-	if len(f) != 4 || !boxoffice.ValidQueueEpoch(f[0]) || acct == nil || f[1] != strconv.FormatInt(acct.ID, 10) {
+	if !ok || strings.Contains(startText, ".") || !boxoffice.ValidQueueEpoch(epoch) || acct == nil {
 		return queuePlace{}
 	}
-	seq, err1 := strconv.ParseInt(f[2], 10, 64)
-	start, err2 := strconv.Atoi(f[3])
-	if err1 != nil || err2 != nil || seq < 0 || start < 0 {
+	var buf [20]byte
+	seq, err1 := strconv.ParseInt(seqText, 10, 64)
+	start, err2 := strconv.Atoi(startText)
+	if owner != string(strconv.AppendInt(buf[:0], acct.ID, 10)) || err1 != nil || err2 != nil || seq < 0 || start < 0 {
 		return queuePlace{}
 	}
-	return queuePlace{QueuePlace: boxoffice.QueuePlace{Epoch: f[0], Sequence: seq}, start: start}
+	return queuePlace{QueuePlace: boxoffice.QueuePlace{Epoch: epoch, Sequence: seq}, start: start}
 }
 
 // keepQueuePlace stores what Join returned for event e in the place cookie

@@ -187,7 +187,7 @@ func (s *Server) Handler() http.Handler {
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles())
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/favicon.ico", echo.WrapHandler(http.FileServerFS(static.FS)))
 
-	app := routes{e: e}.group("", echo.WrapMiddleware(s.Sessions.LoadAndSave), s.loadAccount)
+	app := routes{e: e}.group("", s.loadSession)
 	app.GET("/", s.handleHome)
 	app.GET("/events/:id", s.handleEvent)
 	app.GET("/signup", s.handleSignupPage)
