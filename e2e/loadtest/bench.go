@@ -46,8 +46,11 @@ type Bench struct {
 	// clock), from which the sell-out is timed.
 	firstAdmission time.Time
 	admitted       bool // the waiting phase admitted fans
-	paid           bool // the buying phase had checkout and payment
-	soldOut        bool // every seat was sold
+	// entered are the fans the waiting phase saw admitted (they hold a
+	// live entry token), in the fans' order.
+	entered []*Fan
+	paid    bool // the buying phase had checkout and payment
+	soldOut bool // every seat was sold
 	// streamsOpen counts the streams bench-sse opened.
 	streamsOpen int
 	profiles    map[string]string
@@ -513,10 +516,10 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	}
 	for _, f := range b.fans {
 		if _, ok := adm[f.ID]; ok {
-			b.admitted = true
-			break
+			b.entered = append(b.entered, f)
 		}
 	}
+	b.admitted = len(b.entered) > 0
 	return p
 }
 

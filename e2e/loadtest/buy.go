@@ -213,7 +213,8 @@ type buyTotals struct {
 // of the server.
 const outcomeGaveUp = "gave up after losing every race"
 
-// buying is phase 4, in two steps as a sale's first minutes go. Holding:
+// buying is phase 4: first the hold step (holdStep), which measures the
+// hold request alone; then two steps as a sale's first minutes go. Holding:
 // every admitted fan, in turn on C connections, loads the seat map (a share
 // of them; the others choose from the shared copy the observer reloads),
 // holds 1 to 4 seats and tries other seats when it loses a race (409
@@ -269,6 +270,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		p.Status = "failed: seat view: " + err.Error()
 		return p
 	}
+	b.holdStep(ctx, p, view)
 
 	recs := buyRecorders{
 		seats:   newRecorder("GET /events/{id}/seats (whole seat map)", nil),
@@ -312,7 +314,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	holding := make([]bool, n)
 	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan who tried, races included)", b.cfg.Conns),
 		b.ui.Bar("holding: fans", int64(n)))
-	prof := b.startProfile(ctx, "holds", min(b.cfg.BuyTimeout, 5*time.Second))
+	prof := b.startProfile(ctx, "holding", min(b.cfg.BuyTimeout, 5*time.Second))
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, deadline), holders, func(ctx context.Context, i int) string {
 		k := b.hold(ctx, b.fans[i], view, recs, &tot, hasSeats)
 		holding[i] = k == kindOK

@@ -72,6 +72,14 @@ func TestBench_Smoke(t *testing.T) {
 		t.Logf("holding and buying: %s", buying.Status)
 		return
 	}
+	if st, ok := buying.step(holdStepName); !ok || st.Requests == 0 || st.OK != st.Requests {
+		t.Errorf("hold step: %d hold requests, %d answered 200 (%v), want some and all of them", st.Requests, st.OK, st.Errors)
+	}
+	if hs, _ := buying.step(holdStepName); hs.OK > 0 {
+		if st, ok := buying.step(releaseStepName); !ok || st.Requests < hs.OK || st.OK != st.Requests {
+			t.Errorf("hold step: %d releases after %d holds, %d answered 200 (%v), want each held seat released", st.Requests, hs.OK, st.OK, st.Errors)
+		}
+	}
 	if st, _ := buying.step("fans holding"); st.Requests != cfg.Fans || st.OK != st.Requests {
 		t.Errorf("%d of %d fans tried to hold seats and %d hold some (%v), want all of them", st.Requests, cfg.Fans, st.OK, st.Errors)
 	}

@@ -21,8 +21,10 @@
 //     position (closed loop) and a sample follows the SSE stream;
 //     measured: admissions per second against the rate, the delay from a
 //     fan's admission to the poll or fragment that shows it;
-//  4. holding and buying: admitted fans hold 1 to 4 seats, mostly in the
-//     best sections, retry other seats when they lose a race (409), and pay
+//  4. holding and buying: first the hold step, a closed loop of the hold
+//     request alone (each admitted fan holds 1 to 4 seats picked by hand,
+//     no two fans the same) and one of the releases; then admitted fans
+//     hold 1 to 4 seats, mostly in the best sections, retry other seats when they lose a race (409), and pay
 //     through the sandbox PG, until the event sells out;
 //  5. invariants, from PostgreSQL and Redis.
 //
