@@ -27,7 +27,7 @@
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
--- hold_start, prune_holds, seat_state, hold_seat and trim_held come
+-- hold_start, prune_holds, seat_state, hold_seats and trim_held come
 -- from hold_shopper.lua.
 local ended, now = hold_start()
 if ended then
@@ -37,7 +37,7 @@ local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), A
 local first_label = 11
 
 -- At most limit entries remain.
-prune_holds(KEYS[4], KEYS[2], now)
+local held = prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local taken, new = {}, {}
@@ -53,20 +53,32 @@ if #taken > 0 then
   return {'taken', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), taken}
 end
 
-local held = redis.call('ZCARD', KEYS[4])
 if owned + held + #new > limit then
   return {'limit', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')}
 end
 
 local exp = now + ttl
-for _, i in ipairs(new) do
-  hold_seat(ARGV[i - 5], KEYS[i], KEYS[4], KEYS[5], KEYS[6], acct, exp)
+if #new > 0 then
+  local labels, locks = {}, {}
+  for k, i in ipairs(new) do
+    labels[k], locks[k] = ARGV[i - 5], KEYS[i]
+  end
+  hold_seats(labels, locks, KEYS[4], KEYS[5], KEYS[6], acct, exp)
 end
-trim_held(KEYS[4], KEYS[5], KEYS[6], now)
+-- The account's holds, read once: the reply, their latest expiry for
+-- trim_held (the last pair) and the first expiry of the requested seats.
+local mine = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
+trim_held(KEYS[4], KEYS[5], KEYS[6], now, mine[#mine])
 
-local first = exp
+local asked = {}
 for i = first_label, #KEYS do
-  first = math.min(first, tonumber(redis.call('ZSCORE', KEYS[4], ARGV[i - 5])))
+  asked[ARGV[i - 5]] = true
+end
+local first = exp
+for i = 1, #mine, 2 do
+  if asked[mine[i]] then
+    first = math.min(first, tonumber(mine[i + 1]))
+  end
 end
 
-return {'ok', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), first}
+return {'ok', now, owned, mine, first}

@@ -33,14 +33,32 @@ end
 
 -- prune_holds drops from the account's holds (hold_key) those ended at now
 -- and those of seats sold since (sold_key), so that its count follows
--- expiry and sales with no sweeper.
+-- expiry and sales with no sweeper. Returns the number of holds left. It
+-- reads the holds once (at most the limit's, most often none), removes the
+-- ended ones only when there are some, and checks the rest against
+-- sold_key with one SMISMEMBER.
 local function prune_holds(hold_key, sold_key, now)
-  redis.call('ZREMRANGEBYSCORE', hold_key, '-inf', '(' .. now)
-  for _, label in ipairs(redis.call('ZRANGE', hold_key, 0, -1)) do
-    if redis.call('SISMEMBER', sold_key, label) == 1 then
-      redis.call('ZREM', hold_key, label)
+  local holds = redis.call('ZRANGE', hold_key, 0, -1, 'WITHSCORES')
+  local labels = {}
+  for i = 1, #holds, 2 do
+    if tonumber(holds[i + 1]) >= now then
+      labels[#labels + 1] = holds[i]
     end
   end
+  if #labels < #holds / 2 then
+    redis.call('ZREMRANGEBYSCORE', hold_key, '-inf', '(' .. now)
+  end
+  if #labels == 0 then
+    return 0
+  end
+  local left = #labels
+  for i, sold in ipairs(redis.call('SMISMEMBER', sold_key, unpack(labels))) do
+    if sold == 1 then
+      redis.call('ZREM', hold_key, labels[i])
+      left = left - 1
+    end
+  end
+  return left
 end
 
 -- seat_state says what holding the seat label (lock key lock_key) would be
@@ -67,24 +85,41 @@ local function seat_state(label, lock_key, sold_key, blocked_key, hold_key, clai
   return 'taken'
 end
 
--- hold_seat holds the seat label (lock key lock_key) for acct until exp
--- (ms on Redis's clock): the lock, the account's holds (hold_key) and the
--- map's indexes of held seats (held_key) and holders (holder_key).
+-- hold_seats holds the seats labels (lock keys lock_keys, in the same
+-- order) for acct until exp (ms on Redis's clock): each seat's lock, and
+-- with one command each, the account's holds (hold_key) and the map's
+-- indexes of held seats (held_key) and holders (holder_key).
+local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acct, exp)
+  local scored, owners = {}, {}
+  for i, label in ipairs(labels) do
+    redis.call('SET', lock_keys[i], acct, 'PXAT', exp)
+    scored[#scored + 1] = exp
+    scored[#scored + 1] = label
+    owners[#owners + 1] = label
+    owners[#owners + 1] = acct
+  end
+  redis.call('ZADD', hold_key, unpack(scored))
+  redis.call('ZADD', held_key, unpack(scored))
+  redis.call('HSET', holder_key, unpack(owners))
+end
+
+-- hold_seat holds the one seat label (lock key lock_key), as hold_seats.
 local function hold_seat(label, lock_key, hold_key, held_key, holder_key, acct, exp)
-  redis.call('SET', lock_key, acct, 'PXAT', exp)
-  redis.call('ZADD', hold_key, exp, label)
-  redis.call('ZADD', held_key, exp, label)
-  redis.call('HSET', holder_key, label, acct)
+  hold_seats({label}, {lock_key}, hold_key, held_key, holder_key, acct, exp)
 end
 
 -- trim_held keeps the map's index small after a hold: it drops a bounded
--- batch of holds ended before now from held_key and holder_key, and sets
--- the account's holds (hold_key) to expire with the last of them.
-local function trim_held(hold_key, held_key, holder_key, now)
-  redis.call('PEXPIREAT', hold_key, redis.call('ZRANGE', hold_key, -1, -1, 'WITHSCORES')[2])
-  for _, label in ipairs(redis.call('ZRANGEBYSCORE', held_key, '-inf', '(' .. now, 'LIMIT', 0, 100)) do
-    redis.call('ZREM', held_key, label)
-    redis.call('HDEL', holder_key, label)
+-- batch of holds ended before now from held_key and holder_key (one ZREM
+-- and one HDEL for the batch), and sets the account's holds (hold_key) to
+-- expire with the last of them: last, its latest expiry (ms) when the
+-- caller has read it, or read here when nil.
+local function trim_held(hold_key, held_key, holder_key, now, last)
+  last = last or redis.call('ZRANGE', hold_key, -1, -1, 'WITHSCORES')[2]
+  redis.call('PEXPIREAT', hold_key, last)
+  local ended = redis.call('ZRANGEBYSCORE', held_key, '-inf', '(' .. now, 'LIMIT', 0, 100)
+  if #ended > 0 then
+    redis.call('ZREM', held_key, unpack(ended))
+    redis.call('HDEL', holder_key, unpack(ended))
   end
 end
 
