@@ -79,7 +79,7 @@ func (s *Server) handleHold(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, holdAnswer{Held: res.Held, TTLMs: res.TTL.Milliseconds(), ExpiresAt: res.ExpiresAt.UTC()})
+		return c.JSON(http.StatusOK, holdAnswer{Held: res.Held, TTLMs: res.TTL.Milliseconds(), ExpiresAt: res.ExpiresAt.UTC().Format(time.RFC3339Nano)})
 	}
 	ctx := c.Request().Context()
 	notice := views.HeldNotice(ctx, len(res.Held), res.TTL)
@@ -144,11 +144,13 @@ func (s *Server) holdRefused(c echo.Context, sh boxoffice.Shopper, mine boxoffic
 }
 
 // holdAnswer is a hold's JSON answer: {"held": [labels], "ttl_ms": n,
-// "expires_at": RFC 3339}.
+// "expires_at": RFC 3339}. ExpiresAt is formatted as time.Time's
+// MarshalJSON would (RFC 3339 with nanoseconds, UTC), so that the encoder
+// neither calls a marshaler nor checks its output on every hold.
 type holdAnswer struct {
-	ExpiresAt time.Time `json:"expires_at"`
-	Held      []string  `json:"held"`
-	TTLMs     int64     `json:"ttl_ms"`
+	ExpiresAt string   `json:"expires_at"`
+	Held      []string `json:"held"`
+	TTLMs     int64    `json:"ttl_ms"`
 }
 
 // handleRelease handles DELETE /events/:id/holds/:seat and its form
