@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
 )
 
 // errPGUnavailable is the answer while the PG does not answer (or answers
@@ -64,18 +65,21 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
-	o, err := s.Orders.FindOrderByID(ctx, orderID)
+	o, rec, err := s.Orders.OrderAndPayment(ctx, orderID, paymentKey)
 	if err != nil {
 		return nil, err
 	}
 	if redirect != nil && *redirect != o.Amount.Amount {
 		return s.failTampered(ctx, o, paymentKey, boxoffice.Money{Amount: *redirect, Currency: o.Amount.Currency})
 	}
-	if c, err := s.Orders.Recorded(ctx, o, paymentKey); err != nil || c != nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.settle(ctx, c)
+	switch {
+	case rec != nil && rec.OrderID != o.ID:
+		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
+	case rec != nil && rec.Outcome != boxoffice.PaymentRejected:
+		// Recorded: its result, read with the order. A rejected payment is
+		// looked up again, since a confirm under way when it was rejected
+		// may have moved its money since.
+		return s.settle(ctx, store.Confirmation(o, paymentKey, rec))
 	}
 	p, confirmErr, err := s.askPG(ctx, o, paymentKey)
 	if err != nil {

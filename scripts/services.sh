@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA="$PWD/.data"
-DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/boxoffice}"
+DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/boxoffice?sslmode=disable}"
 REDIS_URL="${REDIS_URL:-redis://127.0.0.1:6379/0}"
 
 say() { echo "services: $*" >&2; }
@@ -56,7 +56,7 @@ ensure_postgres() {
   read -r host port < <(host_port "$DATABASE_URL" 5432)
   if answers "$host" "$port"; then return; fi
   if [ -f "$DATA/postgres/port" ] && answers 127.0.0.1 "$(cat "$DATA/postgres/port")"; then
-    DATABASE_URL="postgres://postgres@127.0.0.1:$(cat "$DATA/postgres/port")/boxoffice"; return
+    DATABASE_URL="postgres://postgres@127.0.0.1:$(cat "$DATA/postgres/port")/boxoffice?sslmode=disable"; return
   fi
   if [ -z "$(pg_bin)" ]; then
     can_apt || { say "PostgreSQL does not answer at $host:$port and is not installed: install PostgreSQL 15 or newer (the postgresql package)"; exit 1; }
@@ -79,7 +79,7 @@ ensure_postgres() {
   [ -f "$(dirname "$bin")/lib/pg_stat_statements.so" ] && opts="$opts -c shared_preload_libraries=pg_stat_statements"
   "${run[@]}" "$bin/pg_ctl" -D "$dir/db" -l "$dir/log" -w -o "$opts" start >/dev/null
   echo "$port" >"$dir/port"
-  DATABASE_URL="postgres://postgres@127.0.0.1:$port/boxoffice"
+  DATABASE_URL="postgres://postgres@127.0.0.1:$port/boxoffice?sslmode=disable"
 }
 
 ensure_redis() {

@@ -58,27 +58,71 @@ func (s *Orders) FailTampered(ctx context.Context, orderID, detail string) (*box
 	return &boxoffice.Confirmation{Order: o}, nil
 }
 
-// Recorded returns the recorded result of the payment (see Result), nil if
-// it has none or it was rejected: a rejected payment must be looked up
-// again, since a confirm under way when it was rejected may have moved its
-// money since. A result with Outcome refund_pending still needs its refund
-// at the PG. Errors: EBADREQUEST for another order's payment.
-func (s *Orders) Recorded(ctx context.Context, o *boxoffice.Order, paymentKey string) (*boxoffice.Confirmation, error) {
-	var orderID string
-	var outcome boxoffice.PaymentOutcome
-	err := s.DB.Pool.QueryRow(ctx, `SELECT order_id, outcome FROM payment WHERE payment_key = $1`, paymentKey).
-		Scan(&orderID, &outcome)
+// PaymentRecord is a payment as recorded: its order, outcome and reason.
+type PaymentRecord struct {
+	OrderID string
+	Outcome boxoffice.PaymentOutcome
+	Reason  string
+}
+
+// OrderAndPayment returns the order as FindOrderByID does and the record
+// of the payment (nil when it has none, whichever order it names), read in
+// one round trip (one batch). Each statement of a batch sees what was
+// committed when it ran, so the payment is read first: an outcome that the
+// order's confirmation committed comes with that order, never an older one.
+// Errors: ENOTFOUND for an unknown order.
+func (s *Orders) OrderAndPayment(ctx context.Context, orderID, paymentKey string) (*boxoffice.Order, *PaymentRecord, error) {
+	b := &pgx.Batch{}
+	queueOrderAndPayment(b, orderID, paymentKey)
+	var o *boxoffice.Order
+	var rec *PaymentRecord
+	err := sendBatch(ctx, s.DB.Pool, b, func(br pgx.BatchResults) error {
+		var err error
+		o, rec, err = s.readOrderAndPayment(br)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, rec, nil
+}
+
+// queueOrderAndPayment queues the reads of OrderAndPayment, which
+// readOrderAndPayment reads.
+func queueOrderAndPayment(b *pgx.Batch, orderID, paymentKey string) {
+	b.Queue(`SELECT order_id, outcome, reason FROM payment WHERE payment_key = $1`, paymentKey)
+	b.Queue(orderQuery+` WHERE o.id = $1`, orderID)
+	queueDetails(b, []string{orderID})
+}
+
+// readOrderAndPayment reads queueOrderAndPayment's results.
+func (s *Orders) readOrderAndPayment(br pgx.BatchResults) (*boxoffice.Order, *PaymentRecord, error) {
+	rec := &PaymentRecord{}
+	err := br.QueryRow().Scan(&rec.OrderID, &rec.Outcome, &rec.Reason)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, nil
+		rec = nil
 	case err != nil:
-		return nil, fmt.Errorf("look up payment %s: %w", paymentKey, err)
-	case orderID != o.ID:
-		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_other_order")
-	case outcome == boxoffice.PaymentRejected:
-		return nil, nil
+		return nil, nil, fmt.Errorf("read payment: %w", err)
 	}
-	return s.Result(ctx, o.ID, paymentKey)
+	o, err := scanOrder(br.QueryRow())
+	if err != nil {
+		return nil, nil, fmt.Errorf("find order: %w", notFound(err, "err_no_order"))
+	}
+	if err := s.readDetails(br, []*boxoffice.Order{o}); err != nil {
+		return nil, nil, err
+	}
+	return o, rec, nil
+}
+
+// Confirmation returns the result of the payment for the order as Result
+// does: Outcome and Reason from rec when it records the payment for o.
+func Confirmation(o *boxoffice.Order, paymentKey string, rec *PaymentRecord) *boxoffice.Confirmation {
+	c := &boxoffice.Confirmation{Order: o, PaymentKey: paymentKey}
+	if rec != nil && rec.OrderID == o.ID {
+		c.Outcome, c.Reason = rec.Outcome, rec.Reason
+	}
+	return c
 }
 
 // insertPayment records the PG's payment for the order with an outcome, and
@@ -108,27 +152,38 @@ func insertDonePayment(ctx context.Context, tx pgx.Tx, orderID string, p *boxoff
 	return false, refundRejected(ctx, tx, p, now)
 }
 
-// refundRejected turns a record of the DONE payment as rejected into
-// refund_pending (see insertDonePayment); any other record stays.
+// refundRejectedSQL turns a record of the DONE payment $1 as rejected into
+// refund_pending, status $2 at $3 (see insertDonePayment); any other record
+// stays.
+const refundRejectedSQL = `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
+	WHERE payment_key = $1 AND outcome = 'rejected'`
+
+// refundRejected runs refundRejectedSQL for the payment.
 func refundRejected(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', status = $2, updated_at = $3
-		WHERE payment_key = $1 AND outcome = 'rejected'`, p.PaymentKey, p.Status, now)
-	if err != nil {
+	if _, err := tx.Exec(ctx, refundRejectedSQL, p.PaymentKey, p.Status, now); err != nil {
 		return fmt.Errorf("refund a rejected payment the PG confirmed: %w", err)
 	}
 	return nil
 }
 
-// lockForConfirmation starts the confirmation transaction, its statements
-// in one batch (one round trip): it records the DONE payment as rejected
-// (decided later in the transaction; payment_key UNIQUE: a repeat waits for
-// the first to end), then locks the account's purchase_count row, then the
-// order row, so that one account's confirmations run one at a time. It
-// returns whether it inserted the payment (if not, a record of it as
-// rejected becomes refund_pending, as insertDonePayment does), the
-// account's bought tickets, and the order's status and its event's limit.
-func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (bool, int, boxoffice.OrderStatus, int, error) {
+// locked is what the confirmation transaction read under its locks.
+type locked struct {
+	inserted    bool // the payment was recorded by this transaction
+	tickets     int  // the account's bought tickets for the event
+	status      boxoffice.OrderStatus
+	failureCode string // why the order closed, if it did
+	limit       int    // the event's tickets per account
+}
+
+// lockForConfirmation starts the confirmation transaction on c, its
+// statements in one batch with BEGIN (one round trip): it records the DONE
+// payment as rejected (decided later in the transaction; payment_key
+// UNIQUE: a repeat waits for the first to end), then locks the account's
+// purchase_count row, then the order row, so that one account's
+// confirmations run one at a time, and reads what the decision needs.
+func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (locked, error) {
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`
 		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
 		VALUES ($1, $2, $3, $4, 'rejected', '', $5, $6, $6) ON CONFLICT (payment_key) DO NOTHING`,
@@ -138,36 +193,27 @@ func lockForConfirmation(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *
 	// locks on the order (their foreign key), which FOR UPDATE would wait
 	// for while they wait for purchase_count: a deadlock.
 	b.Queue(`
-		SELECT o.status, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
+		SELECT o.status, o.failure_code, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
 		WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID)
-	var inserted bool
-	var tickets, limit int
-	var status boxoffice.OrderStatus
-	err := func() error {
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
+	var l locked
+	err := sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
 		tag, err := br.Exec()
 		if err != nil {
 			return fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 		}
-		inserted = tag.RowsAffected() == 1
-		if tickets, err = readPurchaseLock(br); err != nil {
+		l.inserted = tag.RowsAffected() == 1
+		if l.tickets, err = readPurchaseLock(br); err != nil {
 			return err
 		}
-		if err := br.QueryRow().Scan(&status, &limit); err != nil {
+		if err := br.QueryRow().Scan(&l.status, &l.failureCode, &l.limit); err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
-		return br.Close()
-	}()
-	if err != nil {
-		return false, 0, "", 0, err
-	}
-	if !inserted {
-		if err := refundRejected(ctx, tx, p, now); err != nil {
-			return false, 0, "", 0, err
-		}
-	}
-	return inserted, tickets, status, limit, nil
+		return nil
+	})
+	return l, err
 }
 
 // RecordUnconfirmed records a payment that sells nothing and needs no
@@ -231,8 +277,8 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 }
 
 // ConfirmPayment settles a payment the PG reports DONE for exactly the
-// order's amount (minor units of its currency), in three steps, so that no row lock is held across a call
-// to Redis:
+// order's amount (minor units of its currency), in three steps, so that no
+// row lock is held across a call to Redis:
 //
 //  1. Before the transaction, the claim: if the order may still be paid (as
 //     just read; an order that may not never may again), the seats are
@@ -242,8 +288,10 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     other account can hold them, until the sale is surely in Redis's
 //     sold-seat cache. The transaction commits well within
 //     claimCommitMargin of the claim, as the claim's length assumes.
-//  2. The transaction, PostgreSQL only, in two round trips and the commit
-//     (lockForConfirmation, then sell, each one pgx batch):
+//  2. The transaction, PostgreSQL only, in two round trips, each one pgx
+//     batch on one connection (DB.inBatchTx): BEGIN and the locks
+//     (lockForConfirmation), then the sale or the refund with COMMIT and
+//     the result's reads (sell, refund):
 //     - record the payment (payment_key UNIQUE: a repeat waits for the
 //     first and then returns its result; a record of it as rejected, made
 //     while this confirm was under way at the PG, turns into a refund);
@@ -253,13 +301,15 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     payment, failed or given up), the account's bought tickets plus
 //     these must stay within the event's limit, and the claim must have
 //     found no seat held by another account;
-//     - insert the sold_seat rows (UNIQUE per seat, in label order so that
-//     concurrent sales cannot deadlock); a seat sold meanwhile rolls them
-//     back to a savepoint;
-//     - sold: move the order to CONFIRMED (a conditional UPDATE), count the
-//     tickets in purchase_count, issue them (random UUIDs), write the
-//     outbox row; not sold: record the payment refund_pending and move a
-//     payable order to REFUNDED with the reason.
+//     - insert the sold_seat rows (its key is UNIQUE per seat; in label
+//     order so that concurrent sales cannot deadlock); a seat sold
+//     meanwhile fails the insert, which skips the rest of the batch, and
+//     the transaction goes back to a savepoint and refunds;
+//     - sold: move the order to CONFIRMED (a conditional UPDATE that fails
+//     the batch if the order is not payable), count the tickets in
+//     purchase_count, issue them (random UUIDs), write the outbox row,
+//     commit; not sold: record the payment refund_pending and move a
+//     payable order to REFUNDED with the reason, commit.
 //  3. After the commit, in Redis: a sale is marked (Holds.MarkSold ends
 //     every hold on the seats, the claim included; if it fails, the claim
 //     keeps the seats from other accounts until the sold-seat cache's next
@@ -272,9 +322,9 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     while the buyer's own holds stay. Failures of these are only logged
 //     (the claim expires by itself).
 //
-// It returns the result as Result does: when nothing was sold, Outcome is
-// refund_pending and the caller cancels the payment at the PG
-// (RecordRefunded once it did).
+// It returns the result as Result does, read after the commit in the same
+// round trip: when nothing was sold, Outcome is refund_pending and the
+// caller cancels the payment at the PG (RecordRefunded once it did).
 //
 // A transaction that fails leaves its claim to expire by itself: the payment
 // is DONE at the PG and a retry (the webhook, the reconciler) settles it,
@@ -292,28 +342,29 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 	now := s.DB.Now()
 	var inserted, sold bool
 	var bought int
-	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		sold = false
-		// Recorded as not confirmed until decided below, in this transaction.
-		var tickets, limit int
-		var status boxoffice.OrderStatus
-		inserted, tickets, status, limit, err = lockForConfirmation(ctx, tx, o, p, now)
-		if err != nil || !inserted {
+	var res *boxoffice.Confirmation
+	err := s.DB.inBatchTx(ctx, func(c *pgx.Conn) error {
+		l, err := lockForConfirmation(ctx, c, o, p, now)
+		if err != nil {
 			return err
+		}
+		if inserted = l.inserted; !inserted {
+			// Recorded by another call, which decided: a record of it as
+			// rejected becomes refund_pending (insertDonePayment).
+			b := &pgx.Batch{}
+			b.Queue(refundRejectedSQL, p.PaymentKey, p.Status, now)
+			b.Queue(`COMMIT`)
+			return sendBatch(ctx, c, b, func(pgx.BatchResults) error { return nil })
 		}
 		var reason, detail string
 		switch {
-		case status == boxoffice.OrderConfirmed:
+		case l.status == boxoffice.OrderConfirmed:
 			reason = boxoffice.ReasonAlreadyPaid
-		case !status.CanBecome(boxoffice.OrderConfirmed):
-			var failureCode string // why it closed (the order row is locked): replaced by a newer order, say
-			if err := tx.QueryRow(ctx, `SELECT failure_code FROM orders WHERE id = $1`, o.ID).Scan(&failureCode); err != nil {
-				return fmt.Errorf("read order %s: %w", o.ID, err)
-			}
-			reason, detail = boxoffice.ClosedReason(failureCode), string(status)
-		case tickets+len(labels) > limit:
-			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", tickets, len(labels), limit)
+		case !l.status.CanBecome(boxoffice.OrderConfirmed):
+			// why it closed: replaced by a newer order, say
+			reason, detail = boxoffice.ClosedReason(l.failureCode), string(l.status)
+		case l.tickets+len(labels) > l.limit:
+			reason, detail = boxoffice.ReasonLimitExceeded, fmt.Sprintf("%d bought, %d more, limit %d", l.tickets, len(labels), l.limit)
 		case !claim:
 			// Unreachable: an order that could not be paid before the
 			// transaction cannot be paid in it (orderMoves).
@@ -321,22 +372,34 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		case len(taken) > 0:
 			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
 		}
-		if reason == "" {
-			var lost []string
-			if lost, bought, err = sell(ctx, tx, o, p, now); err != nil {
-				return err
-			}
-			if sold = len(lost) == 0; !sold {
-				reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", lost)
-			}
-		}
-		if reason != "" {
-			err = refundInTx(ctx, tx, o.ID, p.PaymentKey, status, reason, detail, now)
-		}
-		if err == nil && s.beforeCommit != nil {
+		if s.beforeCommit != nil {
 			s.beforeCommit(o.ID, p.PaymentKey)
 		}
-		return err
+		b := &pgx.Batch{}
+		if reason == "" {
+			var lost []string
+			if lost, bought, res, err = s.sell(ctx, c, o, p, now); err != nil || lost == nil {
+				sold = err == nil
+				return err
+			}
+			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", lost)
+		}
+		queueRefund(b, o.ID, p.PaymentKey, l.status, reason, detail, now)
+		b.Queue(`COMMIT`)
+		writes := b.Len()
+		queueOrderAndPayment(b, o.ID, p.PaymentKey)
+		return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+			for range writes {
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("record refund: %w", err)
+				}
+			}
+			o, rec, err := s.readOrderAndPayment(br)
+			if err == nil {
+				res = Confirmation(o, p.PaymentKey, rec)
+			}
+			return err
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("confirm payment %s of order %s: %w", p.PaymentKey, o.ID, err)
@@ -354,6 +417,9 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		if err := s.Holds.releaseSeats(ctx, o.EventID, o.AccountID, claimed); err != nil {
 			s.logger().Warn("release the seats claimed for a payment that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
 		}
+	}
+	if res != nil {
+		return res, nil
 	}
 	return s.Result(ctx, o.ID, p.PaymentKey)
 }
@@ -373,41 +439,39 @@ func (s *Orders) soldBy(ctx context.Context, o *boxoffice.Order, paymentKey stri
 	return outcome == boxoffice.PaymentConfirmed, bought, nil
 }
 
-// refundInTx decides, in the confirmation transaction, that a DONE payment
-// sells nothing: the payment becomes refund_pending with the reason, and a
-// payable order REFUNDED (an order that failed or was given up is refunded
-// too, keeping its first reason; a confirmed order stays confirmed).
-func refundInTx(ctx context.Context, tx pgx.Tx, orderID, paymentKey string, status boxoffice.OrderStatus, reason, detail string, now time.Time) error {
-	_, err := tx.Exec(ctx, `UPDATE payment SET outcome = 'refund_pending', reason = $2, updated_at = $3 WHERE payment_key = $1`,
+// queueRefund queues, in the confirmation transaction, the decision that a
+// DONE payment sells nothing: the payment becomes refund_pending with the
+// reason, and a payable order REFUNDED (an order that failed or was given up
+// is refunded too, keeping its first reason; a confirmed order stays
+// confirmed). It queues one statement, or two when the order can become
+// REFUNDED.
+func queueRefund(b *pgx.Batch, orderID, paymentKey string, status boxoffice.OrderStatus, reason, detail string, now time.Time) {
+	b.Queue(`UPDATE payment SET outcome = 'refund_pending', reason = $2, updated_at = $3 WHERE payment_key = $1`,
 		paymentKey, reason, now)
-	if err != nil {
-		return fmt.Errorf("record refund: %w", err)
-	}
 	if !status.CanBecome(boxoffice.OrderRefunded) {
-		return nil
+		return
 	}
-	_, err = tx.Exec(ctx, `
+	b.Queue(`
 		UPDATE orders SET status = 'REFUNDED', updated_at = $4,
 			failure_code = CASE WHEN status = ANY($5) THEN $2 ELSE failure_code END,
 			failure_message = CASE WHEN status = ANY($5) THEN $3 ELSE failure_message END
 		WHERE id = $1 AND status = ANY($6)`,
 		orderID, reason, detail, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed),
 		boxoffice.OrderStatusesBefore(boxoffice.OrderRefunded))
-	if err != nil {
-		return fmt.Errorf("refund order: %w", err)
-	}
-	return nil
 }
 
-// sell completes a sale in the confirmation transaction, its statements in
-// one batch (one round trip) after a savepoint: the sold_seat rows (UNIQUE
-// per seat, in label order so that concurrent sales cannot deadlock), the
-// order CONFIRMED, the account's tickets counted, the tickets issued (random
-// UUIDs, made here so that the outbox row can name them in the same batch),
-// the outbox row and the payment confirmed. If a seat was sold already, no
-// ticket is inserted (each seat has one), the batch is rolled back to the
-// savepoint and the labels sold to others are returned. Otherwise it returns the account's tickets for the event in all.
-func sell(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) ([]string, int, error) {
+// sell completes a sale in the confirmation transaction on c, its
+// statements in one batch after a savepoint: the sold_seat rows (its key
+// is UNIQUE per seat; in label order so that concurrent sales cannot
+// deadlock), the order CONFIRMED, the account's tickets counted, the
+// tickets issued (random UUIDs, made here so that the outbox row can name
+// them in the same batch), the outbox row, the payment confirmed, COMMIT,
+// and the result's reads (queueOrderAndPayment). It returns the account's
+// tickets for the event in all and the result. If a seat was sold already,
+// its insert fails, which skips the rest of the batch: the transaction goes
+// back to the savepoint, still open, and the labels sold to others are
+// returned (never nil then).
+func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) ([]string, int, *boxoffice.Confirmation, error) {
 	labels := o.Seats()
 	slices.Sort(labels) // byte order: COLLATE "C"
 	ids := make([]pgtype.UUID, len(labels))
@@ -421,75 +485,84 @@ func sell(ctx context.Context, tx pgx.Tx, o *boxoffice.Order, p *boxoffice.Payme
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		return nil, 0, fmt.Errorf("outbox payload: %w", err)
+		return nil, 0, nil, fmt.Errorf("outbox payload: %w", err)
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT sale`)
 	b.Queue(`
 		INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
-		SELECT $1, seat, $2, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS s(seat, n) ORDER BY n
-		ON CONFLICT DO NOTHING RETURNING seat_label`, o.EventID, o.ID, o.AccountID, now, labels)
+		SELECT $1, seat, $2, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS s(seat, n) ORDER BY n`,
+		o.EventID, o.ID, o.AccountID, now, labels)
+	// 1 / 0 fails the batch, COMMIT included, should the locked order not
+	// be payable after all.
 	b.Queue(`
-		UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
-		WHERE id = $1 AND status = ANY($3)`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
+		WITH confirmed AS (
+			UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
+			WHERE id = $1 AND status = ANY($3) RETURNING 1
+		)
+		SELECT 1 / count(*) FROM confirmed`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
 	b.Queue(`UPDATE purchase_count SET tickets = tickets + $3 WHERE event_id = $1 AND account_id = $2 RETURNING tickets`,
 		o.EventID, o.AccountID, len(labels))
 	b.Queue(`
 		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
-		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)
-		WHERE (SELECT count(*) FROM sold_seat WHERE event_id = $2 AND seat_label = ANY($5) AND order_id = $1) = cardinality($5::text[])`,
+		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)`,
 		o.ID, o.EventID, now, ids, labels)
 	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
 	b.Queue(`UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`, p.PaymentKey, now)
+	b.Queue(`COMMIT`)
+	queueOrderAndPayment(b, o.ID, p.PaymentKey)
 
-	var soldNow []string
 	var bought int
-	err = func() error {
-		br := tx.SendBatch(ctx, b)
-		defer br.Close()
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("savepoint: %w", err)
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("insert sold seats: %w", err)
-		}
-		if soldNow, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
-			return fmt.Errorf("insert sold seats: %w", err)
-		}
-		tag, err := br.Exec()
-		if err != nil {
-			return fmt.Errorf("confirm order: %w", err)
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("confirm order: the locked order is not payable")
-		}
-		if err := br.QueryRow().Scan(&bought); err != nil {
-			return fmt.Errorf("count tickets: %w", err)
-		}
-		for _, what := range []string{"issue tickets", "write outbox", "record confirmation"} {
+	var res *boxoffice.Confirmation
+	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+		for _, what := range []string{"savepoint", "insert sold seats"} {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		return br.Close()
-	}()
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(soldNow) == len(labels) {
-		return nil, bought, nil
-	}
-	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT sale`); err != nil {
-		return nil, 0, fmt.Errorf("roll back the sale: %w", err)
-	}
-	var lost []string
-	for _, l := range o.Seats() {
-		if !slices.Contains(soldNow, l) {
-			lost = append(lost, l)
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			return fmt.Errorf("confirm order: %w", err)
 		}
+		if err := br.QueryRow().Scan(&bought); err != nil {
+			return fmt.Errorf("count tickets: %w", err)
+		}
+		for _, what := range []string{"issue tickets", "write outbox", "record confirmation", "commit"} {
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+		}
+		o, rec, err := s.readOrderAndPayment(br)
+		if err == nil {
+			res = Confirmation(o, p.PaymentKey, rec)
+		}
+		return err
+	})
+	if err == nil {
+		return nil, bought, res, nil
 	}
-	return lost, 0, nil
+	if pgErrCode(err) != "23505" /* unique_violation */ || pgConstraint(err) != "sold_seat_pkey" {
+		return nil, 0, nil, err
+	}
+	b = &pgx.Batch{}
+	b.Queue(`ROLLBACK TO SAVEPOINT sale`)
+	b.Queue(`SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, o.EventID, labels)
+	var lost []string
+	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("roll back the sale: %w", err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("seats sold to others: %w", err)
+		}
+		lost, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err == nil && len(lost) == 0 {
+		err = errors.New("a seat was sold and is not") // its sale rolled back: a retry settles the payment
+	}
+	return lost, 0, nil, err
 }
 
 // newTicketID returns a random (version 4, RFC 9562) UUID.
@@ -515,17 +588,12 @@ func (s *Orders) RecordRefunded(ctx context.Context, paymentKey string) error {
 
 // Result reads the order and the payment's recorded outcome and reason, as
 // every caller for that payment sees them (Outcome "" when the payment is not
-// recorded for the order). Errors: ENOTFOUND for an unknown order.
+// recorded for the order), in one round trip. Errors: ENOTFOUND for an
+// unknown order.
 func (s *Orders) Result(ctx context.Context, orderID, paymentKey string) (*boxoffice.Confirmation, error) {
-	o, err := s.FindOrderByID(ctx, orderID)
+	o, rec, err := s.OrderAndPayment(ctx, orderID, paymentKey)
 	if err != nil {
 		return nil, err
 	}
-	c := &boxoffice.Confirmation{Order: o, PaymentKey: paymentKey}
-	err = s.DB.Pool.QueryRow(ctx, `SELECT outcome, reason FROM payment WHERE payment_key = $1 AND order_id = $2`,
-		paymentKey, orderID).Scan(&c.Outcome, &c.Reason)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("read payment %s: %w", paymentKey, err)
-	}
-	return c, nil
+	return Confirmation(o, paymentKey, rec), nil
 }

@@ -1,9 +1,12 @@
 package store_test
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
@@ -44,5 +47,73 @@ func BenchmarkOrders_Confirm(b *testing.B) {
 	wg.Wait()
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "confirms/s")
+	env.CheckInvariants(b)
+}
+
+// BenchmarkPaidOrder measures the whole paying path of an order, 16 at a
+// time, each of another account and seat: the checkout (CreateOrder), the
+// payment at the sandbox PG, the success redirect's confirmation, the PG's
+// webhook and the order page (FindOrderByID); the holds are taken first,
+// outside the timer. Besides the time it reports, per paid order, the
+// store's round trips to PostgreSQL, the connections it acquired and how
+// long it held them in all (the sandbox's statements, on a pool of their
+// own, are not counted), for store pools of 4, 8 and 16 connections (the
+// sandbox's stays at the tests' 4). Run it with a fixed count, such as
+// -benchtime=300x.
+func BenchmarkPaidOrder(b *testing.B) {
+	for _, conns := range []int32{4, 8, 16} {
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) { benchmarkPaidOrder(b, conns) })
+	}
+}
+
+func benchmarkPaidOrder(b *testing.B, conns int32) {
+	env := checkouttest.New(b, b.N)
+	trips := env.CountTrips(b, conns)
+	type fan struct {
+		acct  int64
+		label string
+	}
+	fans := make([]fan, b.N)
+	for i := range fans {
+		fans[i] = fan{env.Account(b), env.Event.Labels[i]}
+		req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: fans[i].acct, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}
+		if _, err := env.Holds.Hold(context.Background(), req, []string{fans[i].label}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	work := make(chan fan)
+	var wg sync.WaitGroup
+	before := trips.Snapshot()
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for f := range work {
+				o, err := env.Orders.CreateOrder(context.Background(), env.Event.ID, f.acct)
+				if err != nil {
+					b.Error(err)
+					continue
+				}
+				key, amount := env.Pay(b, o, sandbox.ScenarioDefault)
+				if _, err := env.Redirect(o.ID, key, amount); err != nil {
+					b.Error(err)
+				}
+				if got := env.FindOrder(b, o.ID); got.Status != boxoffice.OrderConfirmed {
+					b.Errorf("order %s: %s", o.ID, got.Status)
+				}
+			}
+		})
+	}
+	for _, f := range fans {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
+	env.SB.Wait()
+	b.StopTimer()
+	got := trips.Snapshot().Sub(before)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "paid/s")
+	b.ReportMetric(float64(got.RoundTrips)/float64(b.N), "trips/op")
+	b.ReportMetric(float64(got.Acquires)/float64(b.N), "acquires/op")
+	b.ReportMetric(float64(got.Held.Microseconds())/1000/float64(b.N), "held-ms/op")
 	env.CheckInvariants(b)
 }

@@ -109,9 +109,11 @@ func orderName(title string, seats int) string {
 // purchase_count row, and a payable order of exactly the same seats is
 // returned again instead of a second one, so that a double click makes one
 // order; otherwise the new order replaces the account's older unpaid orders
-// of the event (insertOrder); two round trips and the commit (checkoutLocked,
-// insertOrder). After commit the holds are extended to the order's expiry; if some
-// ended meanwhile, the order is CANCELLED (hold_lost).
+// of the event (queueInsertOrder). The transaction is two round trips, each
+// one batch on one connection: BEGIN with checkoutLocked's reads and locks,
+// then the order's writes with COMMIT and the order's reads (as
+// FindOrderByID's). After commit the holds are extended to the order's
+// expiry; if some ended meanwhile, the order is CANCELLED (hold_lost).
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
 // (the event is not on sale or the sale has ended); ESEATTAKEN with
@@ -127,114 +129,131 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 		return nil, boxoffice.NewError(boxoffice.ENOHOLDS, "order_no_holds")
 	}
 	now := s.DB.Now()
-	var id string
-	var expiresAt time.Time
-	err = s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		title, found, err := checkoutLocked(ctx, tx, eventID, accountID, labels, now)
+	var o *boxoffice.Order
+	err = s.DB.inBatchTx(ctx, func(c *pgx.Conn) error {
+		title, found, err := checkoutLocked(ctx, c, eventID, accountID, labels, now)
 		if err != nil {
 			return err
 		}
-		if found != nil {
-			id, expiresAt = found.id, found.expiresAt
-			return nil
+		b := &pgx.Batch{}
+		id, expiresAt := newOrderID(), now.Add(s.window())
+		if found != "" {
+			id = found
+		} else {
+			queueInsertOrder(b, eventID, accountID, id, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
 		}
-		id, expiresAt = newOrderID(), now.Add(s.window())
-		return insertOrder(ctx, tx, eventID, accountID, id, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
+		b.Queue(`COMMIT`)
+		b.Queue(orderQuery+` WHERE o.id = $1`, id)
+		queueDetails(b, []string{id})
+		return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+			if found == "" {
+				if err := readInsertOrder(br, eventID, labels); err != nil {
+					return err
+				}
+			}
+			if _, err := br.Exec(); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			if o, err = scanOrder(br.QueryRow()); err != nil {
+				return fmt.Errorf("find order: %w", err)
+			}
+			return s.readDetails(br, []*boxoffice.Order{o})
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create order: %w", err)
 	}
-	err = s.Holds.ExtendHolds(ctx, eventID, accountID, id, labels, expiresAt.Sub(now).Truncate(time.Millisecond))
+	err = s.Holds.ExtendHolds(ctx, eventID, accountID, o.ID, labels, o.ExpiresAt.Sub(now).Truncate(time.Millisecond))
 	if boxoffice.ErrorCode(err) == boxoffice.ESEATTAKEN {
 		if _, cerr := s.DB.Pool.Exec(context.WithoutCancel(ctx), `
 			UPDATE orders SET status = 'CANCELLED', failure_code = $2, failure_message = $3, updated_at = $4
 			WHERE id = $1 AND status = ANY($5)`,
-			id, boxoffice.ReasonHoldLost, err.Error(), now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled)); cerr != nil {
-			s.logger().Error("cancel an order whose holds ended", "order_id", id, "err", cerr)
+			o.ID, boxoffice.ReasonHoldLost, err.Error(), now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled)); cerr != nil {
+			s.logger().Error("cancel an order whose holds ended", "order_id", o.ID, "err", cerr)
 		}
 		return nil, err
 	} else if err != nil {
 		return nil, err // Redis is down: the order stays, and a retry returns it
 	}
-	return s.FindOrderByID(ctx, id)
+	return o, nil
 }
 
-// payableOrder is an order of the account that may still be paid.
-type payableOrder struct {
-	id        string
-	expiresAt time.Time
-}
-
-// checkoutLocked is the first round trip of a checkout's transaction, one
-// batch: it reads the event, locks the account's purchase_count row (every
-// checkout and confirmation of one account and event is serialised on it),
-// then, under that lock, looks for a payable order of exactly these seats
-// (returned, so that a double click makes one order) and for seats of
-// labels sold meanwhile (the account's own older order was confirmed just
-// before). It returns the event's title and the payable order, or nil.
-// Errors: ENOTFOUND (no such event); ECONFLICT (the event is not on sale or
-// the sale has ended); ESEATTAKEN with Details["seats"] (seats sold).
-func checkoutLocked(ctx context.Context, tx pgx.Tx, eventID, accountID int64, labels []string, now time.Time) (boxoffice.Text, *payableOrder, error) {
+// checkoutLocked is the first round trip of a checkout's transaction on c,
+// one batch with BEGIN: it reads the event, locks the account's
+// purchase_count row (every checkout and confirmation of one account and
+// event is serialised on it), then, under that lock, looks for a payable
+// order of exactly these seats (returned, so that a double click makes one
+// order) and for seats of labels sold meanwhile (the account's own older
+// order was confirmed just before). It returns the event's title and the
+// payable order's id, or "". Errors: ENOTFOUND (no such event); ECONFLICT
+// (the event is not on sale or the sale has ended); ESEATTAKEN with
+// Details["seats"] (seats sold).
+func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, labels []string, now time.Time) (boxoffice.Text, string, error) {
 	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
 	b.Queue(`SELECT title, status, sale_ends_at FROM event WHERE id = $1`, eventID)
 	queuePurchaseLock(b, eventID, accountID)
 	b.Queue(`
-		SELECT o.id, o.expires_at FROM orders o
+		SELECT o.id FROM orders o
 		WHERE o.account_id = $1 AND o.event_id = $2 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3
 		  AND (SELECT count(*) FROM order_item i WHERE i.order_id = o.id) = cardinality($4::text[])
 		  AND NOT EXISTS (SELECT 1 FROM order_item i WHERE i.order_id = o.id AND NOT i.seat_label = ANY($4))
 		ORDER BY o.created_at DESC LIMIT 1`, accountID, eventID, now, labels)
 	b.Queue(`SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, eventID, labels)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
 	var title boxoffice.Text
-	var status string
-	var saleEnds time.Time
-	if err := br.QueryRow().Scan(&title, &status, &saleEnds); err != nil {
-		return nil, nil, notFound(err, "err_no_event")
-	}
-	if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
-		return nil, nil, boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_ended")
-	}
-	if _, err := readPurchaseLock(br); err != nil {
-		return nil, nil, err
-	}
-	var o payableOrder
-	err := br.QueryRow().Scan(&o.id, &o.expiresAt)
-	if err == nil {
-		return title, &o, nil
-	} else if !errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, fmt.Errorf("look up a payable order: %w", err)
-	}
-	rows, err := br.Query()
+	var found string
+	err := sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("begin: %w", err)
+		}
+		var status string
+		var saleEnds time.Time
+		if err := br.QueryRow().Scan(&title, &status, &saleEnds); err != nil {
+			return notFound(err, "err_no_event")
+		}
+		if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
+			return boxoffice.NewError(boxoffice.ECONFLICT, "err_sale_ended")
+		}
+		if _, err := readPurchaseLock(br); err != nil {
+			return err
+		}
+		err := br.QueryRow().Scan(&found)
+		if err == nil {
+			return nil
+		} else if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("look up a payable order: %w", err)
+		}
+		rows, err := br.Query()
+		if err != nil {
+			return fmt.Errorf("sold seats: %w", err)
+		}
+		sold, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return fmt.Errorf("sold seats: %w", err)
+		}
+		if len(sold) > 0 {
+			return &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_ended_some"), Details: map[string]any{"seats": sold}}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("sold seats: %w", err)
+		return nil, "", err
 	}
-	sold, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, nil, fmt.Errorf("sold seats: %w", err)
-	}
-	if len(sold) > 0 {
-		return nil, nil, &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_ended_some"), Details: map[string]any{"seats": sold}}
-	}
-	return title, nil, br.Close()
+	return title, found, nil
 }
 
-// insertOrder is the second round trip of a checkout's transaction (after
-// checkoutLocked, under the account's purchase_count lock), one batch: it
-// makes the new order id the only one of the account and event that may be
-// paid, since the account's older orders that may still be paid
-// (PENDING_PAYMENT, or EXPIRED and so payable late) become CANCELLED with
-// the reason replaced, so that no seat is ever in two live orders (a
-// payment that still arrives for one of them is refused or refunded with
-// that reason, boxoffice.ClosedReason); then it inserts the order, priced
-// from the seats' grades, and its items.
-func insertOrder(ctx context.Context, tx pgx.Tx, eventID, accountID int64, id string, labels []string, name string, expiresAt, now time.Time) error {
-	b := &pgx.Batch{}
-	b.Queue(`
-		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
-		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6)`,
-		accountID, eventID, boxoffice.ReasonReplaced, "replaced by order "+id, now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
+// queueInsertOrder queues the writes of a new order in a checkout's
+// transaction (after checkoutLocked, under the account's purchase_count
+// lock), which readInsertOrder reads: it inserts the order, priced from the
+// seats' grades, unless a label is not a seat of the event, and its items;
+// then, once the order exists, it makes the new order the only one of the
+// account and event that may be paid, since the account's older orders
+// that may still be paid (PENDING_PAYMENT, or EXPIRED and so payable late)
+// become CANCELLED with the reason replaced, so that no seat is ever in two
+// live orders (a payment that still arrives for one of them is refused or
+// refunded with that reason, boxoffice.ClosedReason). An order that was not
+// inserted changes nothing.
+func queueInsertOrder(b *pgx.Batch, eventID, accountID int64, id string, labels []string, name string, expiresAt, now time.Time) {
 	b.Queue(`
 		WITH items AS (
 			SELECT s.label, s.grade, g.price FROM event_seat s
@@ -249,12 +268,17 @@ func insertOrder(ctx context.Context, tx pgx.Tx, eventID, accountID int64, id st
 		INSERT INTO order_item (order_id, event_id, seat_label, grade, price)
 		SELECT $1, s.event_id, s.label, s.grade, g.price FROM event_seat s
 		JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
-		WHERE s.event_id = $2 AND s.label = ANY($3)`, id, eventID, labels)
-	br := tx.SendBatch(ctx, b)
-	defer br.Close()
-	if _, err := br.Exec(); err != nil {
-		return fmt.Errorf("replace unpaid orders: %w", err)
-	}
+		WHERE s.event_id = $2 AND s.label = ANY($3) AND EXISTS (SELECT 1 FROM orders WHERE id = $1)`, id, eventID, labels)
+	b.Queue(`
+		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
+		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6) AND id <> $7
+		  AND EXISTS (SELECT 1 FROM orders WHERE id = $7)`,
+		accountID, eventID, boxoffice.ReasonReplaced, "replaced by order "+id, now, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled), id)
+}
+
+// readInsertOrder reads queueInsertOrder's results: an order that was not
+// inserted (a label is not a seat of the event) is an error.
+func readInsertOrder(br pgx.BatchResults, eventID int64, labels []string) error {
 	tag, err := br.Exec()
 	if err != nil {
 		return fmt.Errorf("insert order: %w", err)
@@ -265,7 +289,10 @@ func insertOrder(ctx context.Context, tx pgx.Tx, eventID, accountID int64, id st
 	if _, err := br.Exec(); err != nil {
 		return fmt.Errorf("insert order items: %w", err)
 	}
-	return br.Close()
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("replace unpaid orders: %w", err)
+	}
+	return nil
 }
 
 // queuePurchaseLock queues the statements that take the account's
@@ -333,7 +360,8 @@ func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 // FindOrderByID returns the order with its event's venue and start, its
 // items (by section, row and number, each with its seat's parts and grade
 // name) and live tickets (not refunded), each with its signed code, read in
-// one round trip (one batch, so one snapshot). Errors: ENOTFOUND.
+// one round trip (one batch, the order first: each statement sees what was
+// committed when it ran). Errors: ENOTFOUND.
 func (s *Orders) FindOrderByID(ctx context.Context, id string) (*boxoffice.Order, error) {
 	b := &pgx.Batch{}
 	b.Queue(orderQuery+` WHERE o.id = $1`, id)

@@ -97,8 +97,9 @@ func newPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 }
 
 // OpenPool opens a pool on dsn (a postgres:// URL; pool_max_conns in it
-// overrides the default of 16 connections) and checks that it answers
-// within ctx. Close it when done.
+// overrides the default of 16 connections, pool_min_conns the default of
+// keeping all of them open) and checks that it answers within ctx. Close it
+// when done.
 func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
@@ -113,6 +114,13 @@ func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
 		cfg.MaxConns = 16
+	}
+	// Every connection is opened at start-up (in the background) and kept:
+	// a sale's first requests, and those after a quiet spell, find them
+	// ready instead of each paying for a connection (TCP, authentication,
+	// a TLS attempt without sslmode) while the rest queue behind it.
+	if !strings.Contains(dsn, "pool_min_conns") {
+		cfg.MinConns = cfg.MaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -249,6 +257,42 @@ func notFound(err error, id boxoffice.MsgID) error {
 // pgx.Tx so that transactions compose.
 func (db *DB) inTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db.Pool, fn)
+}
+
+// inBatchTx runs a transaction that fn sends as pgx batches on one
+// connection: fn's first batch starts with BEGIN and its last ends with
+// COMMIT (queued, not sent alone), so that the transaction costs one round
+// trip per batch, and none of its statements waits in Go for another's
+// answer. If fn fails, or returns with the transaction still open (a
+// statement failed, which skips the rest of its batch, COMMIT included),
+// the transaction is rolled back and the connection released.
+func (db *DB) inBatchTx(ctx context.Context, fn func(c *pgx.Conn) error) error {
+	pc, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer pc.Release()
+	err = fn(pc.Conn())
+	if pc.Conn().PgConn().TxStatus() != 'I' && !pc.Conn().IsClosed() {
+		if _, rerr := pc.Conn().Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil && err == nil {
+			err = fmt.Errorf("roll back: %w", rerr)
+		}
+		if err == nil {
+			err = errors.New("the transaction was left open")
+		}
+	}
+	return err
+}
+
+// sendBatch sends b on c and hands its results to read, then closes them
+// (reading what read left unread): the first error wins.
+func sendBatch(ctx context.Context, c batcher, b *pgx.Batch, read func(br pgx.BatchResults) error) error {
+	br := c.SendBatch(ctx, b)
+	err := read(br)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // Ping checks that PostgreSQL answers.

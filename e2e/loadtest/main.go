@@ -141,7 +141,7 @@ func main() {
 	if cfg.AdmitRate == 0 {
 		cfg.AdmitRate = max(fans(cfg)/10, 100)
 	}
-	cfg.DatabaseURL = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/boxoffice")
+	cfg.DatabaseURL = env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/boxoffice?sslmode=disable")
 	cfg.RedisURL = env("REDIS_URL", "redis://127.0.0.1:6379/0")
 	if cfg.RedisCluster {
 		if cfg.RedisURL = os.Getenv("REDIS_CLUSTER_URL"); cfg.RedisURL == "" {

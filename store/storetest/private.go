@@ -151,7 +151,7 @@ func StartPostgres(tb testing.TB) *PrivatePostgres {
 	}
 	sort.Strings(bins)
 	p := &PrivatePostgres{tb: tb, Port: freePort(tb), bin: filepath.Dir(bins[len(bins)-1])}
-	p.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/boxoffice?pool_max_conns=4", p.Port)
+	p.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/boxoffice?sslmode=disable&pool_max_conns=4", p.Port)
 	dir, err := os.MkdirTemp("", "boxoffice-pg-")
 	if err != nil {
 		tb.Fatal(err)
@@ -183,7 +183,7 @@ func StartPostgres(tb testing.TB) *PrivatePostgres {
 func (p *PrivatePostgres) StartReplica() *PrivatePostgres {
 	p.tb.Helper()
 	r := &PrivatePostgres{tb: p.tb, Port: freePort(p.tb), bin: p.bin, run: p.run}
-	r.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/boxoffice?pool_max_conns=4", r.Port)
+	r.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/boxoffice?sslmode=disable&pool_max_conns=4", r.Port)
 	dir, err := os.MkdirTemp("", "boxoffice-pg-replica-")
 	if err != nil {
 		p.tb.Fatal(err)

@@ -26,7 +26,7 @@ import (
 
 // Defaults match the development machines and CONTRACT.md.
 const (
-	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/boxoffice"
+	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/boxoffice?sslmode=disable"
 	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
 )
 
