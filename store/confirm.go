@@ -544,21 +544,16 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 	if pgErrCode(err) != "23505" /* unique_violation */ || pgConstraint(err) != "sold_seat_pkey" {
 		return nil, 0, nil, err
 	}
-	b = &pgx.Batch{}
-	b.Queue(`ROLLBACK TO SAVEPOINT sale`)
-	b.Queue(`SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, o.EventID, labels)
-	var lost []string
-	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
-		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("roll back the sale: %w", err)
-		}
-		rows, err := br.Query()
-		if err != nil {
-			return fmt.Errorf("seats sold to others: %w", err)
-		}
-		lost, err = pgx.CollectRows(rows, pgx.RowTo[string])
-		return err
-	})
+	// Alone: a batch's statements not yet prepared on the connection would
+	// be prepared first, which the aborted transaction refuses.
+	if _, err := c.Exec(ctx, `ROLLBACK TO SAVEPOINT sale`); err != nil {
+		return nil, 0, nil, fmt.Errorf("roll back the sale: %w", err)
+	}
+	rows, err := c.Query(ctx, `SELECT seat_label FROM sold_seat WHERE event_id = $1 AND seat_label = ANY($2) ORDER BY seat_label`, o.EventID, labels)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("seats sold to others: %w", err)
+	}
+	lost, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err == nil && len(lost) == 0 {
 		err = errors.New("a seat was sold and is not") // its sale rolled back: a retry settles the payment
 	}
