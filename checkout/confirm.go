@@ -37,8 +37,9 @@ const confirmationRefundReason = "boxoffice: "
 //     unless it is past that (store.Orders.FailTampered), and Outcome is "":
 //     the payment was never confirmed, so its authorisation lapses and
 //     nothing is charged.
-//  2. A payment already recorded returns its recorded result (a pending
-//     refund is tried again first), except a rejected one, which is looked
+//  2. A payment already recorded returns its recorded result, read with
+//     the order in one round trip (a pending refund is tried again first),
+//     except a rejected one, which is looked
 //     up again: if the PG has confirmed it since (another caller's confirm
 //     was under way), it is refunded.
 //  3. The PG is asked: a payable order's payment is confirmed (Toss's

@@ -24,7 +24,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults match the development machines and CONTRACT.md.
+// Defaults match the development machines and CONTRACT.md, with
+// sslmode=disable for the local server (else pgx tries TLS first on every
+// new connection).
 const (
 	DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/boxoffice?sslmode=disable"
 	DefaultRedisURL    = "redis://127.0.0.1:6379/0"
@@ -110,8 +112,10 @@ func NewDatabaseURL(tb testing.TB) string {
 	return withPool(withDatabase(DatabaseURL(), name))
 }
 
-// withPool caps the pool of a test database at 4 connections: tests run in
-// parallel against one server whose max_connections is often 100.
+// withPool caps the pool of a test database at 4 connections, opened as
+// the test needs them (pool_min_conns=0, where the app opens all of its at
+// start-up): tests run in parallel against one server whose
+// max_connections is often 100.
 func withPool(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
@@ -119,6 +123,7 @@ func withPool(dsn string) string {
 	}
 	q := u.Query()
 	q.Set("pool_max_conns", "4")
+	q.Set("pool_min_conns", "0")
 	u.RawQuery = q.Encode()
 	return u.String()
 }
