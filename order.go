@@ -65,6 +65,26 @@ func (s OrderStatus) CanBecome(to OrderStatus) bool {
 	return slices.Contains(orderMoves[s], to)
 }
 
+// Msg names status s for people (the catalogs' order_status_*), so that no
+// sentence shows the code itself; an unknown status is its code, quoted.
+func (s OrderStatus) Msg() Msg {
+	switch s {
+	case OrderPendingPayment:
+		return M("order_status_pending")
+	case OrderConfirmed:
+		return M("order_status_confirmed")
+	case OrderFailed:
+		return M("order_status_failed")
+	case OrderExpired:
+		return M("order_status_expired")
+	case OrderCancelled:
+		return M("order_status_cancelled")
+	case OrderRefunded:
+		return M("order_status_refunded")
+	}
+	return M("order_status_unknown", "Code", string(s))
+}
+
 // Final reports whether no status change may follow s.
 func (s OrderStatus) Final() bool {
 	return len(orderMoves[s]) == 0

@@ -36,6 +36,13 @@ func TestAdminAudit(t *testing.T) {
 			got, newest.Find(`[data-testid="audit-who"]`).Text(), newest.Find(`[data-testid="audit-change"]`).Text())
 	}
 
+	for lang, want := range map[string]string{"en": "status: Draft → On sale", "ko": "status: 비공개 → 판매 중"} {
+		published := doc(t, admin.do("GET", "/admin/audit?action=event_publish", nil, "Accept-Language: "+lang))
+		if got := published.Find(`[data-testid="audit-change"]`).Text(); !strings.Contains(got, want) {
+			t.Errorf("%s: the publish's change %q, want %q", lang, got, want)
+		}
+	}
+
 	resp := admin.do("GET", fmt.Sprintf("/admin/audit?action=venue_rename&admin=%d", adminAcct.ID), nil, "Accept: application/json")
 	wantStatus(t, resp, http.StatusOK)
 	var got struct {

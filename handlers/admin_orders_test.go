@@ -83,4 +83,21 @@ func TestAdminOrderRefund(t *testing.T) {
 	}
 	_, acct := app.newAccount(t, "next@example.com", boxoffice.RoleFan)
 	app.hold(t, acct, o.eventID(t, app), "A-1-3") // the refunded seat is free again
+
+	// Once wholly refunded, the order is refused another refund in a
+	// sentence that names its status in words, never its code.
+	wantStatus(t, admin.do("POST", "/admin/orders/"+o.OrderID+"/refund", url.Values{"seat": {"A-1-4"}, "reason": {"the rest"}}, "Accept: application/json"), http.StatusOK)
+	app.Sandbox.Wait()
+	for lang, word := range map[string]string{"en": "“Refunded”", "ko": "'환불 완료'"} {
+		resp = admin.do("POST", "/admin/orders/"+o.OrderID+"/refund", url.Values{"reason": {"again"}}, "Accept: application/json", "Accept-Language: "+lang)
+		var refused struct{ Error, Message string }
+		if err := json.NewDecoder(resp.Body).Decode(&refused); err != nil || refused.Error != boxoffice.ECONFLICT ||
+			!strings.Contains(refused.Message, word) || strings.Contains(refused.Message, "REFUNDED") {
+			t.Errorf("%s: refund of a refunded order: %+v (%v), want %s naming the status %s", lang, refused, err, boxoffice.ECONFLICT, word)
+		}
+	}
+	page = doc(t, admin.do("GET", "/admin/audit?action=refund", nil, "Accept-Language: ko"))
+	if got := page.Find(`[data-testid="audit-change"]`).First().Text(); !strings.Contains(got, "status: 예매 완료 → 환불 완료") {
+		t.Errorf("the audit log's last refund, in Korean: %q, want status: 예매 완료 → 환불 완료", got)
+	}
 }

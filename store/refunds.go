@@ -168,7 +168,7 @@ func reserveRefund(ctx context.Context, tx pgx.Tx, req boxoffice.RefundRequest, 
 	case len(invalid) > 0:
 		return r, boxoffice.Invalid(invalid)
 	case status != boxoffice.OrderConfirmed:
-		return r, boxoffice.NewError(boxoffice.ECONFLICT, "refund_not_confirmed", "Status", string(status))
+		return r, boxoffice.NewError(boxoffice.ECONFLICT, "refund_not_confirmed", "Status", status.Msg())
 	case len(refunded) > 0:
 		return r, &boxoffice.Error{Code: boxoffice.ECONFLICT, Msg: boxoffice.M("refund_seat_refunded", "Seats", strings.Join(refunded, ", ")),
 			Details: map[string]any{"seats": refunded}}
