@@ -18,12 +18,15 @@ type BlockRequest struct {
 }
 
 // BlockResult is a change of blocked seats as done: the seats asked for
-// (sorted) and the event's blocked seats after it (sorted).
+// (sorted), the event's blocked seats after it (sorted), and whether any
+// seat changed (false: every seat was blocked already, for a block, or none
+// was, for an unblock; nothing was written).
 type BlockResult struct {
 	EventID int64    `json:"event_id"`
 	Action  string   `json:"action"`
 	Seats   []string `json:"seats"`
 	Blocked []string `json:"blocked"`
+	Changed bool     `json:"changed"`
 }
 
 // BlockService blocks and unblocks an event's seats (seats an admin holds

@@ -70,7 +70,23 @@ func TestAdminEventBlocks(t *testing.T) {
 		t.Errorf("unblock answer %+v, want A-1-1 unblocked and A-1-3 still blocked", done)
 	}
 	hold(t, fan, ev.ID, "A-1-1")
+
+	// A block of a blocked seat and an unblock of a free one change
+	// nothing, say so, and leave no audit entry.
+	for lang, want := range map[string]string{"en": "Nothing changed", "ko": "바뀐 것이 없습니다"} {
+		resp = admin.do("POST", path, url.Values{"action": {"block"}, "seat": {"A-1-3"}}, "Accept-Language: "+lang)
+		wantStatus(t, resp, http.StatusSeeOther)
+		if got := testid(doc(t, admin.do("GET", resp.Header.Get("Location"), nil, "Accept-Language: "+lang)), "flash"); !strings.Contains(got, want) {
+			t.Errorf("%s: block of a blocked seat says %q, want %q", lang, got, want)
+		}
+	}
+	resp = admin.do("POST", path, url.Values{"action": {"unblock"}, "seat": {"A-1-2"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	decodeJSON(t, resp, &done)
+	if done.Changed {
+		t.Errorf("unblock of a free seat: %+v, want changed false", done)
+	}
 	if n := app.queryInt(t, `SELECT count(*) FROM audit_log WHERE event_id = $1 AND action IN ('block', 'unblock')`, ev.ID); n != 2 {
-		t.Errorf("%d audit entries, want 2 (the block and the unblock)", n)
+		t.Errorf("%d audit entries, want 2 (the block and the unblock; none for the changes that changed nothing)", n)
 	}
 }

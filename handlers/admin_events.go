@@ -420,14 +420,29 @@ func padGrades(rows []views.GradeRow, shown int) []views.GradeRow {
 	return rows
 }
 
+// blocksFlash is the flash of a change of blocked seats that went through:
+// what it did, or that it changed nothing.
+func blocksFlash(action string, changed bool) string {
+	switch {
+	case action == boxoffice.BlockActionBlock && changed:
+		return views.FlashBlocked
+	case action == boxoffice.BlockActionBlock:
+		return views.FlashBlockedNone
+	case changed:
+		return views.FlashUnblocked
+	}
+	return views.FlashUnblockedNone
+}
+
 func eventEditPath(id int64) string { return fmt.Sprintf("/admin/events/%d/edit", id) }
 
 // handleAdminEventBlocks handles POST /admin/events/:id/blocks: "action"
 // block or unblock, and "seat" repeated (each value may also name several
 // labels separated by commas or line breaks, as the page's field does;
 // not by spaces, which a label may hold, such as "1층 A-2-1"). JSON:
-// 200 {"event_id", "action", "seats", "blocked"}; HTML: 303 to the event's
-// edit page, which lists the blocked seats, or the page again with the
+// 200 {"event_id", "action", "seats", "blocked", "changed"}; HTML: 303 to
+// the event's edit page, which lists the blocked seats and says whether
+// anything changed, or the page again with the
 // refusal and its status (400 naming every unknown seat, 409 naming every
 // seat sold, held or in an unpaid order; nothing changed).
 func (s *Server) handleAdminEventBlocks(c echo.Context) error {
@@ -455,10 +470,8 @@ func (s *Server) handleAdminEventBlocks(c echo.Context) error {
 	switch {
 	case err == nil && wantsJSON(c):
 		return c.JSON(http.StatusOK, res)
-	case err == nil && action == boxoffice.BlockActionBlock:
-		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), views.FlashBlocked)
 	case err == nil:
-		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), views.FlashUnblocked)
+		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), blocksFlash(action, res.Changed))
 	case wantsJSON(c) || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND:
 		return err
 	}

@@ -76,9 +76,11 @@ type Blocks struct {
 
 // ChangeBlocks blocks or unblocks req.Seats of req.EventID as req.Action
 // says, all seats or none, and writes the audit log entry (AuditBlock or
-// AuditUnblock) in the same transaction. Blocking a blocked seat or
-// unblocking a free one changes nothing for that seat. Returns the seats
-// asked for and the event's blocked seats after the change, both sorted.
+// AuditUnblock) in the same statement. Blocking a blocked seat or
+// unblocking a free one changes nothing for that seat; a change that
+// changes no seat at all writes no entry and says so (Changed false).
+// Returns the seats asked for and the event's blocked seats after the
+// change, both sorted.
 //
 // Errors (*boxoffice.Error), with nothing changed: EBADREQUEST for an
 // action other than block or unblock; EBADSEAT for no seats, or with
@@ -126,14 +128,16 @@ func (b *Blocks) ChangeBlocks(ctx context.Context, req boxoffice.BlockRequest) (
 
 	// The lock is the change's: step 2, then step 3 whatever happened.
 	var already []string // a block's seats that were blocked before it
+	var changed bool
 	txCtx, cancel := context.WithTimeout(ctx, claimCommitMargin)
 	err = pgx.BeginTxFunc(txCtx, b.DB.Pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		var err error
 		if req.Action == boxoffice.BlockActionBlock {
-			var err error
-			already, err = b.block(txCtx, tx, req.AdminID, e, seats)
-			return err
+			already, changed, err = b.block(txCtx, tx, req.AdminID, e, seats)
+		} else {
+			changed, err = b.unblock(txCtx, tx, req.AdminID, e, seats)
 		}
-		return b.unblock(txCtx, tx, req.AdminID, e, seats)
+		return err
 	})
 	cancel()
 	// Seats that leave Redis's copy: an unblock's once committed; a refused
@@ -168,62 +172,71 @@ func (b *Blocks) ChangeBlocks(ctx context.Context, req boxoffice.BlockRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return &boxoffice.BlockResult{EventID: e, Action: req.Action, Seats: seats, Blocked: blocked}, nil
+	return &boxoffice.BlockResult{EventID: e, Action: req.Action, Seats: seats, Blocked: blocked, Changed: changed}, nil
 }
 
-// block writes the blocked_seat rows of seats in tx and the audit entry.
-// The INSERT itself leaves out seats that are sold or in a PENDING_PAYMENT
-// order; if there are any, it returns ECONFLICT naming them (the caller
-// rolls back). Returns the seats that were blocked already.
-func (b *Blocks) block(ctx context.Context, tx pgx.Tx, adminID, eventID int64, seats []string) ([]string, error) {
-	rows, err := tx.Query(ctx, `SELECT seat_label FROM blocked_seat WHERE event_id = $1 AND seat_label = ANY($2)`, eventID, seats)
+// block writes the blocked_seat rows of seats in tx and, in the same
+// statement, the audit entry unless every seat was blocked already (a block
+// that changes nothing leaves no entry). The INSERT itself leaves out seats
+// that are sold or in a PENDING_PAYMENT order; if there are any, it returns
+// ECONFLICT naming them (the caller rolls back). Returns the seats that
+// were blocked already, sorted, and whether any seat became blocked.
+func (b *Blocks) block(ctx context.Context, tx pgx.Tx, adminID, eventID int64, seats []string) ([]string, bool, error) {
+	var already []string
+	var changed bool
+	err := tx.QueryRow(ctx, `
+		WITH was AS (
+			SELECT coalesce(array_agg(seat_label ORDER BY seat_label), '{}') AS seats
+			FROM blocked_seat WHERE event_id = $1 AND seat_label = ANY($4)
+		), ins AS (
+			INSERT INTO blocked_seat (event_id, seat_label, blocked_by, blocked_at)
+			SELECT $1, l, $2, $3 FROM unnest($4::text[]) l
+			WHERE NOT EXISTS (SELECT 1 FROM sold_seat s WHERE s.event_id = $1 AND s.seat_label = l)
+			  AND NOT EXISTS (SELECT 1 FROM order_item i JOIN orders o ON o.id = i.order_id
+			                  WHERE i.event_id = $1 AND i.seat_label = l AND o.status = 'PENDING_PAYMENT')
+			ON CONFLICT (event_id, seat_label) DO NOTHING
+			RETURNING seat_label
+		), audit AS (
+			INSERT INTO audit_log (admin_id, action, event_id, seats, before, after, created_at)
+			SELECT $2, $5, $1, $4, jsonb_build_object('blocked', was.seats), jsonb_build_object('blocked', $4::text[]), $3
+			FROM was WHERE EXISTS (SELECT 1 FROM ins)
+		)
+		SELECT was.seats, EXISTS (SELECT 1 FROM ins) FROM was`,
+		eventID, adminID, b.now(), seats, AuditBlock).Scan(&already, &changed)
 	if err != nil {
-		return nil, fmt.Errorf("block seats of event %d: %w", eventID, err)
-	}
-	already, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("block seats of event %d: %w", eventID, err)
-	}
-	now := b.now()
-	_, err = tx.Exec(ctx, `
-		INSERT INTO blocked_seat (event_id, seat_label, blocked_by, blocked_at)
-		SELECT $1, l, $2, $3 FROM unnest($4::text[]) l
-		WHERE NOT EXISTS (SELECT 1 FROM sold_seat s WHERE s.event_id = $1 AND s.seat_label = l)
-		  AND NOT EXISTS (SELECT 1 FROM order_item i JOIN orders o ON o.id = i.order_id
-		                  WHERE i.event_id = $1 AND i.seat_label = l AND o.status = 'PENDING_PAYMENT')
-		ON CONFLICT (event_id, seat_label) DO NOTHING`, eventID, adminID, now, seats)
-	if err != nil {
-		return already, fmt.Errorf("block seats of event %d: %w", eventID, err)
+		return nil, false, fmt.Errorf("block seats of event %d: %w", eventID, err)
 	}
 	unavailable, err := b.unavailable(ctx, tx, eventID, seats)
 	if err != nil {
-		return already, err
+		return already, false, err
 	}
 	if len(unavailable) > 0 {
-		return already, blockTaken(unavailable)
+		return already, false, blockTaken(unavailable)
 	}
-	return already, writeAudit(ctx, tx, auditEntry{
-		AdminID: &adminID, Action: AuditBlock, EventID: eventID, Seats: seats,
-		Before: map[string]any{"blocked": already}, After: map[string]any{"blocked": seats},
-	}, now)
+	return already, changed, nil
 }
 
-// unblock deletes the blocked_seat rows of seats in tx and writes the audit
-// entry.
-func (b *Blocks) unblock(ctx context.Context, tx pgx.Tx, adminID, eventID int64, seats []string) error {
-	rows, err := tx.Query(ctx, `DELETE FROM blocked_seat WHERE event_id = $1 AND seat_label = ANY($2) RETURNING seat_label`, eventID, seats)
+// unblock deletes the blocked_seat rows of seats in tx and, in the same
+// statement, writes the audit entry unless none of them was blocked (an
+// unblock that changes nothing leaves no entry). Reports whether any seat
+// was unblocked.
+func (b *Blocks) unblock(ctx context.Context, tx pgx.Tx, adminID, eventID int64, seats []string) (bool, error) {
+	var changed bool
+	err := tx.QueryRow(ctx, `
+		WITH del AS (
+			DELETE FROM blocked_seat WHERE event_id = $1 AND seat_label = ANY($4) RETURNING seat_label
+		), audit AS (
+			INSERT INTO audit_log (admin_id, action, event_id, seats, before, after, created_at)
+			SELECT $2, $5, $1, $4, jsonb_build_object('blocked', array_agg(seat_label ORDER BY seat_label)),
+			       jsonb_build_object('blocked', '{}'::text[]), $3
+			FROM del HAVING count(*) > 0
+		)
+		SELECT EXISTS (SELECT 1 FROM del)`,
+		eventID, adminID, b.now(), seats, AuditUnblock).Scan(&changed)
 	if err != nil {
-		return fmt.Errorf("unblock seats of event %d: %w", eventID, err)
+		return false, fmt.Errorf("unblock seats of event %d: %w", eventID, err)
 	}
-	was, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("unblock seats of event %d: %w", eventID, err)
-	}
-	slices.Sort(was)
-	return writeAudit(ctx, tx, auditEntry{
-		AdminID: &adminID, Action: AuditUnblock, EventID: eventID, Seats: seats,
-		Before: map[string]any{"blocked": was}, After: map[string]any{"blocked": []string{}},
-	}, b.now())
+	return changed, nil
 }
 
 // unavailable returns those of seats that are sold or in a PENDING_PAYMENT

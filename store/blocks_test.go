@@ -103,7 +103,7 @@ func TestBlocks_ChangeBlocks(t *testing.T) {
 		ctx := context.Background()
 		a, b, c := env.Event.R[0], env.Event.R[1], env.Event.R[2]
 		res := env.mustChange(t, boxoffice.BlockActionBlock, b, a)
-		want := &boxoffice.BlockResult{EventID: env.Event.ID, Action: "block", Seats: []string{a, b}, Blocked: []string{a, b}}
+		want := &boxoffice.BlockResult{EventID: env.Event.ID, Action: "block", Seats: []string{a, b}, Blocked: []string{a, b}, Changed: true}
 		if fmt.Sprint(res) != fmt.Sprint(want) {
 			t.Fatalf("block: got %+v, want %+v", res, want)
 		}
@@ -137,6 +137,26 @@ func TestBlocks_ChangeBlocks(t *testing.T) {
 		}
 		env.mustHold(t, env.Event.ID, fan, holdTTL, a)
 		if got, want := env.audits(t), []string{"block " + a + "," + b, "unblock " + a}; !slices.Equal(got, want) {
+			t.Errorf("audit log: got %q, want %q", got, want)
+		}
+	})
+
+	// Blocking blocked seats or unblocking free ones changes nothing, says
+	// so, and leaves the audit log as it was.
+	t.Run("NoOp", func(t *testing.T) {
+		env := newBlocksEnv(t, 20)
+		a, b := env.Event.R[0], env.Event.R[1]
+		env.mustChange(t, boxoffice.BlockActionBlock, a)
+		if res := env.mustChange(t, boxoffice.BlockActionBlock, a); res.Changed || !slices.Equal(res.Blocked, []string{a}) {
+			t.Errorf("block of a blocked seat: %+v, want unchanged, [%s] blocked", res, a)
+		}
+		if res := env.mustChange(t, boxoffice.BlockActionUnblock, b); res.Changed {
+			t.Errorf("unblock of a free seat: %+v, want unchanged", res)
+		}
+		if res := env.mustChange(t, boxoffice.BlockActionBlock, a, b); !res.Changed {
+			t.Errorf("block of a blocked and a free seat: %+v, want changed", res)
+		}
+		if got, want := env.audits(t), []string{"block " + a, "block " + a + "," + b}; !slices.Equal(got, want) {
 			t.Errorf("audit log: got %q, want %q", got, want)
 		}
 	})
@@ -348,6 +368,42 @@ func TestBlocks_Race(t *testing.T) {
 		t.Errorf("blocked after every block was undone: %v", got)
 	}
 	t.Logf("%d blocks done, %d refused for held seats, %d violations", done.Load(), refused.Load(), violations.Load())
+}
+
+// Many admins block and unblock the same seats at once, round after round:
+// every audit entry records a real change (its before differs from its
+// after), and there is one entry per change reported as made.
+func TestBlocks_NoOpRace(t *testing.T) {
+	const admins, rounds = 100, 20
+	env := newBlocksEnv(t, 10)
+	seats := env.Event.R[:2]
+	var changed atomic.Int64
+	for round := range rounds {
+		storetest.AtOnce(admins, func(i int) {
+			action := boxoffice.BlockActionBlock
+			if (i+round)%2 == 1 {
+				action = boxoffice.BlockActionUnblock
+			}
+			res, err := env.change(action, seats...)
+			switch {
+			case boxoffice.ErrorCode(err) == boxoffice.ECONFLICT: // another change under way
+			case err != nil:
+				t.Errorf("%s %v: %v", action, seats, err)
+			case res.Changed:
+				changed.Add(1)
+			}
+		})
+	}
+	var entries, same int
+	err := env.DB.Pool.QueryRow(context.Background(), `
+		SELECT count(*), count(*) FILTER (WHERE before = after) FROM audit_log
+		WHERE event_id = $1 AND action IN ('block', 'unblock')`, env.Event.ID).Scan(&entries, &same)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same != 0 || int64(entries) != changed.Load() || entries == 0 {
+		t.Errorf("%d audit entries, %d of them with before = after; want %d (the changes made), none unchanged", entries, same, changed.Load())
+	}
 }
 
 // Seats left per grade count neither sold nor blocked seats nor those in
