@@ -59,8 +59,31 @@ func TestAdminEventBlocks(t *testing.T) {
 			t.Errorf("fan's map: %s is %q, want %q (unavailable)", s.Label, s.Status, boxoffice.SeatSold)
 		}
 	}
-	resp = fan.do("POST", holdsPath(ev.ID), url.Values{"seat": {"A-1-1"}}, "Accept: application/json")
+	// A blocked seat is refused as not for sale, not as taken by another
+	// fan; the code stays seat_taken, with the blocked seats named.
+	for lang, want := range map[string]string{"en": "Not for sale: A-1-1.", "ko": "A-1-1 좌석은 판매하지 않습니다."} {
+		resp = fan.do("POST", holdsPath(ev.ID), url.Values{"seat": {"A-1-1"}}, "Accept: application/json", "Accept-Language: "+lang)
+		wantStatus(t, resp, http.StatusConflict)
+		var notForSale struct {
+			Error, Message string
+			Seats, Blocked []string
+		}
+		decodeJSON(t, resp, &notForSale)
+		if notForSale.Error != boxoffice.ESEATTAKEN || !strings.HasPrefix(notForSale.Message, want) ||
+			!slices.Equal(notForSale.Seats, []string{"A-1-1"}) || !slices.Equal(notForSale.Blocked, []string{"A-1-1"}) {
+			t.Errorf("%s: hold of a blocked seat: %+v, want %s saying %q, A-1-1 blocked", lang, notForSale, boxoffice.ESEATTAKEN, want)
+		}
+	}
+	// Beside a seat another fan holds, both reasons are said.
+	other, _ := app.newFan(t, "other@example.com", ev.ID)
+	hold(t, other, ev.ID, "A-1-4")
+	resp = fan.do("POST", holdsPath(ev.ID), url.Values{"seat": {"A-1-1", "A-1-4"}}, "Accept: application/json", "Accept-Language: en")
 	wantStatus(t, resp, http.StatusConflict)
+	var both struct{ Message string }
+	decodeJSON(t, resp, &both)
+	if !strings.Contains(both.Message, "just taken") || !strings.Contains(both.Message, "not for sale: A-1-1") {
+		t.Errorf("hold of a blocked and a held seat says %q, want both reasons", both.Message)
+	}
 
 	resp = admin.do("POST", path, url.Values{"action": {"unblock"}, "seat": {"A-1-1"}}, "Accept: application/json")
 	wantStatus(t, resp, http.StatusOK)

@@ -225,7 +225,8 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 // ENOENTRYTOKEN with Details["reason"]; EBADSEAT for no seats, more than req.Limit, or malformed, duplicate or
 // unknown labels (seats of another event are unknown), with Details["seats"]
 // the bad labels where there are any; ESEATTAKEN with Details["seats"] the
-// labels held by another account or sold; ELIMITEXCEEDED when the account's
+// labels held by another account, sold or blocked (and Details["blocked"]
+// those blocked, if any, whose sentence says they are not for sale); ELIMITEXCEEDED when the account's
 // live holds plus its bought tickets plus the new seats would pass req.Limit,
 // with Details "limit", "owned" (bought) and "held" (live holds). A
 // non-positive req.Limit or a req.TTL under 1 ms is a programming error.
@@ -256,11 +257,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	}
 	switch res[0] {
 	case "taken":
-		err := &boxoffice.Error{
-			Code:    boxoffice.ESEATTAKEN,
-			Msg:     boxoffice.M("hold_taken"),
-			Details: map[string]any{"seats": stringsOf(res[4])},
-		}
+		err := holdTaken(stringsOf(res[4]), stringsOf(res[5]))
 		h.refuse(err)
 		return boxoffice.HoldResult{Mine: mine}, err
 	case "limit":
@@ -698,6 +695,24 @@ func (h *Holds) MyHolds(ctx context.Context, eventID, accountID int64) ([]string
 		return labels, 0, nil
 	}
 	return labels, time.Duration(first-now) * time.Millisecond, nil
+}
+
+// holdTaken is the ESEATTAKEN error of a hand-picked hold refused for
+// taken seats (held by another account, sold or blocked), blocked of them
+// blocked by an admin: those are not for sale, which the sentence says
+// rather than that another fan took them, and Details["blocked"] names.
+func holdTaken(taken, blocked []string) *boxoffice.Error {
+	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Msg: boxoffice.M("hold_taken"), Details: map[string]any{"seats": taken}}
+	switch {
+	case len(blocked) == 0:
+		return err
+	case len(blocked) == len(taken):
+		err.Msg = boxoffice.M("hold_not_for_sale", "Seats", strings.Join(blocked, ", "))
+	default:
+		err.Msg = boxoffice.M("hold_taken_not_for_sale", "Seats", strings.Join(blocked, ", "))
+	}
+	err.Details["blocked"] = blocked
+	return err
 }
 
 // ExtendHolds sets the expiry of each of labels that the account still holds

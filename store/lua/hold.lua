@@ -21,7 +21,7 @@
 -- 'other_session'); {'rebuild'} without the cache's marker; or
 -- {outcome, now (ms), owned, {label, expiry, ...} of the account's live
 -- holds after the call, ...} with outcome 'taken' and then {labels taken
--- (held by another account, sold or blocked)},
+-- (held by another account, sold or blocked)} and {those of them blocked},
 -- 'limit', or 'ok' and then the first expiry (ms) of the requested seats.
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
@@ -40,17 +40,20 @@ local first_label = 11
 local held = prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
-local taken, new = {}, {}
+local taken, blocked, new = {}, {}, {}
 for i = first_label, #KEYS do
   local state = seat_state(ARGV[i - 5], KEYS[i], KEYS[2], KEYS[10], KEYS[4], KEYS[7], acct, stale)
   if state == 'taken' then
     taken[#taken + 1] = ARGV[i - 5]
+    if redis.call('SISMEMBER', KEYS[10], ARGV[i - 5]) == 1 then
+      blocked[#blocked + 1] = ARGV[i - 5]
+    end
   elseif state == 'new' then
     new[#new + 1] = i
   end
 end
 if #taken > 0 then
-  return {'taken', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), taken}
+  return {'taken', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), taken, blocked}
 end
 
 if owned + held + #new > limit then
