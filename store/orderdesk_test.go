@@ -137,6 +137,8 @@ func TestOrders_SearchOrders(t *testing.T) {
 			{"SeatInOneEvent", boxoffice.OrderSearch{Query: "A-1-2", EventID: small.ID}, []string{deskOrderID("small", 2)}},
 			{"Status", boxoffice.OrderSearch{Query: "A-1-2", Status: boxoffice.OrderRefunded}, []string{}},
 			{"Nothing", boxoffice.OrderSearch{Query: "%"}, []string{}},
+			{"UnderscoreIsLiteral", boxoffice.OrderSearch{Query: "big_buyer1234@"}, []string{}},
+			{"PercentIsLiteral", boxoffice.OrderSearch{Query: "big%1234@"}, []string{}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				if got := listedIDs(search(t, tc.s)); !slices.Equal(got, tc.want) {
