@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -300,6 +301,12 @@ func fragmentEvent(ctx context.Context, v views.QueueView, lang string) ([]byte,
 	return b.Bytes(), nil
 }
 
+// streamRetryAfter is the Retry-After (seconds) of a stream refused over a
+// cap (STREAMS_PER_SESSION, STREAMS_PER_ADDRESS): a place frees only when
+// another of the session's or address's streams ends, and the waiting room
+// polls the status meanwhile, so a client gains nothing by retrying sooner.
+const streamRetryAfter = 5
+
 // handleQueueStream handles GET /events/:id/queue/stream: a text/event-stream
 // of the fan's waiting-room fragment, event "position" at every tick, then
 // "admitted" (a fragment that leads to the seat map) or another final state,
@@ -324,6 +331,7 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	fan := &queueFan{account: boxoffice.AccountFromContext(ctx).ID, place: s.queuePlace(c), lang: lang,
 		session: boxoffice.SessionKeyFromContext(ctx), addr: byAddress(c)}
 	if !s.queueHub.reserve(fan) {
+		c.Response().Header().Set("Retry-After", strconv.Itoa(streamRetryAfter))
 		return boxoffice.NewError(boxoffice.ERATELIMITED, "err_too_many_streams")
 	}
 	h := c.Response().Header()

@@ -901,6 +901,9 @@ func TestQueue_Stream_Caps(t *testing.T) {
 	storetest.AtOnce(len(statuses), func(i int) {
 		resp := a.do("GET", path, nil, "Accept: text/event-stream")
 		statuses[i] = resp.StatusCode
+		if after, err := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode == http.StatusTooManyRequests && (err != nil || after < 1) {
+			t.Errorf("refused stream: Retry-After %q, want whole seconds, at least 1", resp.Header.Get("Retry-After"))
+		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
 			return
