@@ -94,6 +94,8 @@ func (s *Signup) Validate() error {
 		f["name"] = M("val_name_long", "Max", MaxNameLen)
 	case !PrintableName(s.Name):
 		f["name"] = M("val_name_chars")
+	case !VisibleName(s.Name):
+		f["name"] = M("val_name_invisible")
 	}
 	if s.Role != RoleFan && s.Role != RoleAdmin {
 		f["role"] = M("val_role_unknown")
@@ -130,6 +132,21 @@ func PrintableName(name string) bool {
 		}
 	}
 	return true
+}
+
+// VisibleName reports whether name has at least one character that shows:
+// a letter, digit, punctuation mark or symbol that Unicode does not mark as
+// ignorable (zero-width spaces and joiners, the Hangul fillers) and that is
+// not the blank Braille pattern. Spaces and combining marks alone show
+// nothing.
+func VisibleName(name string) bool {
+	for _, r := range name {
+		if unicode.In(r, unicode.L, unicode.N, unicode.P, unicode.S) &&
+			!unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) && r != '\u2800' {
+			return true
+		}
+	}
+	return false
 }
 
 // ValidateLogin returns an EINVALID error naming "email" or "password" when

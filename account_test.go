@@ -26,6 +26,9 @@ func TestSignup_Validate(t *testing.T) {
 		{"NameIsolate", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "Fan\u2067x"}, []string{"name"}},
 		{"NameControl", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "Fan\x07"}, []string{"name"}},
 		{"NameNewline", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "Fan\nAdmin"}, []string{"name"}},
+		{"NameZeroWidthSpace", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "\u200b"}, []string{"name"}},
+		{"NameInvisibleOnly", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "\u200b \u3164\u200d\u2800\u0301"}, []string{"name"}},
+		{"NameZeroWidthJoinerInside", boxoffice.Signup{Email: "fan@example.com", Password: "longenough", Name: "김\u200d팬"}, nil},
 		{"DomainIDNARefuses", boxoffice.Signup{Email: "fan@exa_mple..com", Password: "longenough", Name: "Fan"}, []string{"email"}},
 	}
 	for _, tt := range tests {
