@@ -175,21 +175,24 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	if c.ReconcileInterval, err = time.ParseDuration(reconcile); err != nil || c.ReconcileInterval < time.Second || c.ReconcileInterval > 5*time.Minute {
 		bad("RECONCILE_INTERVAL", "want a duration from 1s to 5m such as 30s, got %q", reconcile)
 	}
-	for _, v := range strings.Split(get("TRUSTED_PROXIES", ""), ",") {
-		if v = strings.TrimSpace(v); v == "" {
-			continue
-		}
-		if !strings.Contains(v, "/") {
-			if ip := net.ParseIP(v); ip != nil && ip.To4() != nil {
-				v += "/32"
-			} else {
-				v += "/128"
+	if proxies := strings.TrimSpace(get("TRUSTED_PROXIES", "")); proxies != "" {
+		for i, v := range strings.Split(proxies, ",") {
+			if v = strings.TrimSpace(v); v == "" {
+				bad("TRUSTED_PROXIES", "entry %d is empty (two commas in a row, or one at the start or end): want comma-separated CIDRs of the load balancers such as 10.0.0.0/24,192.168.1.7, got %q", i+1, proxies)
+				continue
 			}
-		}
-		if _, n, err := net.ParseCIDR(v); err != nil {
-			bad("TRUSTED_PROXIES", "want comma-separated CIDRs of the load balancers such as 10.0.0.0/24,192.168.1.7, got %q", strings.TrimSuffix(strings.TrimSuffix(v, "/32"), "/128"))
-		} else {
-			c.TrustedProxies = append(c.TrustedProxies, n)
+			if !strings.Contains(v, "/") {
+				if ip := net.ParseIP(v); ip != nil && ip.To4() != nil {
+					v += "/32"
+				} else {
+					v += "/128"
+				}
+			}
+			if _, n, err := net.ParseCIDR(v); err != nil {
+				bad("TRUSTED_PROXIES", "want comma-separated CIDRs of the load balancers such as 10.0.0.0/24,192.168.1.7, got %q", strings.TrimSuffix(strings.TrimSuffix(v, "/32"), "/128"))
+			} else {
+				c.TrustedProxies = append(c.TrustedProxies, n)
+			}
 		}
 	}
 	if len(errs) > 0 {

@@ -87,6 +87,9 @@ func TestLoadConfig_Bad(t *testing.T) {
 		{map[string]string{"DATABASE_READ_URL": "mysql://replica/boxoffice"}, []string{"DATABASE_READ_URL"}},
 		{map[string]string{"DATABASE_READ_URL": "postgres://replica:5432"}, []string{"DATABASE_READ_URL"}},
 		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1, nginx"}, []string{"TRUSTED_PROXIES"}},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1,,"}, []string{"TRUSTED_PROXIES"}},
+		{map[string]string{"TRUSTED_PROXIES": ",10.0.0.1"}, []string{"TRUSTED_PROXIES"}},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.1, ,10.0.0.2"}, []string{"TRUSTED_PROXIES"}},
 	}
 	for _, tt := range tests {
 		_, err := LoadConfig(env(tt.env))
