@@ -54,7 +54,7 @@ pg_bin() { ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1; }
 
 ensure_postgres() {
   read -r host port < <(host_port "$DATABASE_URL" 5432)
-  if answers "$host" "$port"; then return; fi
+  if answers "$host" "$port"; then say "using the PostgreSQL that answers at $host:$port (DATABASE_URL)"; return; fi
   if [ -f "$DATA/postgres/port" ] && answers 127.0.0.1 "$(cat "$DATA/postgres/port")"; then
     DATABASE_URL="postgres://postgres@127.0.0.1:$(cat "$DATA/postgres/port")/boxoffice?sslmode=disable"; return
   fi
@@ -84,7 +84,7 @@ ensure_postgres() {
 
 ensure_redis() {
   read -r host port < <(host_port "$REDIS_URL" 6379)
-  if answers "$host" "$port"; then return; fi
+  if answers "$host" "$port"; then say "using the Redis that answers at $host:$port (REDIS_URL)"; return; fi
   if [ -f "$DATA/redis/port" ] && answers 127.0.0.1 "$(cat "$DATA/redis/port")"; then
     REDIS_URL="redis://127.0.0.1:$(cat "$DATA/redis/port")/0"; return
   fi
