@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
@@ -104,5 +106,55 @@ func TestDraw(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&e)
 	if e["error"] != "not_found" {
 		t.Errorf("draw of an event without a pre-queue = %v", e)
+	}
+}
+
+// Before the pre-queue opens, a join is refused naming the pre-queue's
+// opening; once it runs, a pre-queue fan's waiting-room stream shows the
+// fan's draw ticket as the page does (not "not in the queue"), and ends.
+func TestDraw_PrequeueStream(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	ctx := context.Background()
+	if _, err := app.DB.Pool.Exec(ctx, `UPDATE event SET prequeue_opens_at = now() + interval '1 hour', queue_opens_at = now() + interval '2 hours' WHERE id = $1`, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	join, stream := fmt.Sprintf("/events/%d/queue", ev.ID), fmt.Sprintf("/events/%d/queue/stream", ev.ID)
+	fan, _ := app.newAccount(t, "prequeue-stream@example.com", boxoffice.RoleFan)
+	for lang, want := range map[string]string{"en": "The pre-queue is not open yet.", "ko": "사전 대기열이 아직 열리지 않았습니다."} {
+		resp := fan.do("POST", join, url.Values{}, "Accept: application/json", "Accept-Language: "+lang)
+		wantStatus(t, resp, http.StatusConflict)
+		m := decode(t, resp)
+		if m["error"] != boxoffice.EQUEUENOTOPEN || !strings.HasPrefix(fmt.Sprint(m["message"]), want) || m["prequeue_opens_at"] == nil {
+			t.Errorf("%s: join before the pre-queue opens = %v, want %s saying %q with prequeue_opens_at", lang, m, boxoffice.EQUEUENOTOPEN, want)
+		}
+	}
+
+	if _, err := app.DB.Pool.Exec(ctx, `UPDATE event SET prequeue_opens_at = now() - interval '1 minute' WHERE id = $1`, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp := fan.do("POST", join, url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	ticket, _ := decode(t, resp)["ticket"].(string)
+	outsider, _ := app.newAccount(t, "not-in-prequeue@example.com", boxoffice.RoleFan)
+	for _, tc := range []struct {
+		who  *client
+		want string
+	}{{fan, `data-testid="queue-prequeue"`}, {outsider, `data-testid="queue-not-in"`}} {
+		resp := tc.who.do("GET", stream, nil, "Accept: text/event-stream", "Accept-Language: ko")
+		wantStatus(t, resp, http.StatusOK)
+		body, err := io.ReadAll(resp.Body) // the stream ends after the final state
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(body)
+		if !strings.Contains(got, tc.want) || !strings.Contains(got, "event: close") {
+			t.Errorf("stream of %s: %q, want %s and the close event", tc.want, got, tc.want)
+		}
+		if tc.who == fan && (!strings.Contains(got, ticket) || !strings.Contains(got, "사전 대기열에 들어오셨습니다.")) {
+			t.Errorf("pre-queue fan's stream %q does not show the ticket %s and the pre-queue's sentence", got, ticket)
+		}
 	}
 }

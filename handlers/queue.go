@@ -122,13 +122,14 @@ func visibleEvent(ctx context.Context, r EventReader, id int64) (*boxoffice.Even
 }
 
 // queueNotOpen is the EQUEUENOTOPEN error for e at now, with the queue's
-// opening and the sale's end (RFC 3339) in its details.
+// opening, the pre-queue's if the event has one, and the sale's end (RFC
+// 3339) in its details; its sentence names the first of them fans may join.
 func queueNotOpen(e *boxoffice.Event, now time.Time) error {
-	return &boxoffice.Error{
-		Code:    boxoffice.EQUEUENOTOPEN,
-		Msg:     views.QueueNotOpenMsg(e, now),
-		Details: map[string]any{"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt},
+	details := map[string]any{"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt}
+	if e.HasPrequeue() {
+		details["prequeue_opens_at"] = e.PrequeueOpensAt
 	}
+	return &boxoffice.Error{Code: boxoffice.EQUEUENOTOPEN, Msg: views.QueueNotOpenMsg(e, now), Details: details}
 }
 
 // positionAnswer is a position as the contract's join and status answers
@@ -259,7 +260,8 @@ func notInQueue() error {
 // queueView turns a position, or the error that stood for one, into what
 // the waiting room shows; other errors are returned.
 func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.QueuePosition, err error, pl queuePlace) (views.QueueView, error) {
-	v := views.QueueView{EventID: e.ID, Title: e.Title, TimeZone: e.TimeZone, OpensAt: e.QueueOpensAt, Broadcast: s.latestBroadcast(ctx, e.ID)}
+	v := views.QueueView{EventID: e.ID, Title: e.Title, TimeZone: e.TimeZone, OpensAt: e.JoinOpensAt(), Prequeue: e.HasPrequeue(),
+		Broadcast: s.latestBroadcast(ctx, e.ID)}
 	switch boxoffice.ErrorCode(err) {
 	case "":
 		v.Status, v.Position, v.Ahead, v.ETA, v.Paused = p.Status, p.Position, p.Ahead, p.ETA, p.Paused

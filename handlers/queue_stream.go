@@ -301,6 +301,31 @@ func fragmentEvent(ctx context.Context, v views.QueueView, lang string) ([]byte,
 	return b.Bytes(), nil
 }
 
+// prequeueStream answers the stream of a fan while the event's pre-queue
+// runs, on the connection it took over: the waiting room's state as the
+// page shows it (the fan's draw ticket, or not in the pre-queue), a final
+// state that closes the stream, since nothing changes before the draw and
+// the page reloads itself then. It closes the connection and releases the
+// fan's place among the streams.
+func (s *Server) prequeueStream(ctx context.Context, e *boxoffice.Event, fan *queueFan) {
+	defer s.queueHub.release(fan)
+	defer fan.conn.Close()
+	p, err := s.position(ctx, e, fan.place)
+	v, err := s.queueView(ctx, e, p, err, fan.place)
+	if err != nil {
+		s.Logger.Warn("queue stream: pre-queue position", "event", e.ID, "err", err)
+		io.WriteString(fan.conn, "retry: 1000\n\n")
+		return
+	}
+	msg, err := fragmentEvent(ctx, v, fan.lang)
+	if err != nil {
+		s.Logger.Error("queue stream: render", "event", e.ID, "err", err)
+		return
+	}
+	fan.conn.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+	fan.conn.Write(msg)
+}
+
 // streamRetryAfter is the Retry-After (seconds) of a stream refused over a
 // cap (STREAMS_PER_SESSION, STREAMS_PER_ADDRESS): a place frees only when
 // another of the session's or address's streams ends, and the waiting room
@@ -322,7 +347,8 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.liveEvent(ctx, id); err != nil {
+	e, err := s.liveEvent(ctx, id)
+	if err != nil {
 		return err
 	}
 	// the language as views.Langs spells it: the request's may be cut from
@@ -356,6 +382,10 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 		return nil
 	}
 	fan.conn = conn
+	if e.InPrequeue(s.Now()) {
+		s.prequeueStream(ctx, e, fan)
+		return nil
+	}
 	if !s.queueHub.join(id, fan) {
 		io.WriteString(conn, "retry: 1000\n\n")
 		conn.Close()
