@@ -7,9 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
 )
 
 func TestAdminLive(t *testing.T) {
@@ -102,4 +106,59 @@ func TestAdminLive(t *testing.T) {
 		t.Errorf("after refusals the admission is %+v, %v; want it unchanged", stored, err)
 	}
 	wantStatus(t, admin.do("GET", "/admin/events/999999/live", nil), http.StatusNotFound)
+}
+
+// The live page lists the grades in the event's order (dearest first, as
+// the event's page does), not by code, and groups the digits of its
+// figures as the page's language does; the JSON is unchanged but for the
+// grades' order.
+func TestAdminLive_GradeOrderAndDigits(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ctx := context.Background()
+	seats, err := boxoffice.GenerateSeats([]boxoffice.SectionSpec{
+		{Name: "A", Rows: 10, SeatsPerRow: 110, Grade: "A"}, {Name: "V", Rows: 1, SeatsPerRow: 10, Grade: "VIP"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	venue, err := (&store.Venues{DB: app.DB}).CreateVenue(ctx, "Arena", seats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := boxoffice.NewEventInput()
+	in.VenueID, in.Title = venue.ID, boxoffice.Text{"en": "Big Night"}
+	in.QueueOpensAt, in.SaleEndsAt, in.StartsAt = time.Now().Add(-time.Hour).Truncate(time.Second), time.Now().Add(time.Hour).Truncate(time.Second), time.Now().Add(2*time.Hour).Truncate(time.Second)
+	in.AdmissionRate = 1500
+	in.Grades = []boxoffice.Grade{{Code: "A", Name: boxoffice.Text{"en": "A seat"}, Price: 50000}, {Code: "VIP", Name: boxoffice.Text{"en": "VIP seat"}, Price: 300000}}
+	ev, err := app.Srv.Events.CreateEvent(ctx, in)
+	if err != nil {
+		t.Fatalf("create event: %v %v", err, boxoffice.ErrorProblems(err))
+	}
+	if _, err := app.Srv.Events.PublishEvent(ctx, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	admin := app.newAdmin(t)
+	live := fmt.Sprintf("/admin/events/%d/live", ev.ID)
+	for _, lang := range []string{"en", "ko"} {
+		d := doc(t, admin.do("GET", live, nil, "Accept-Language: "+lang))
+		if got, want := testid(d, "live-free"), "1,110"; got != want {
+			t.Errorf("%s: free %q, want %q", lang, got, want)
+		}
+		if got, want := testid(d, "live-rate"), "1,500/s"; got != want {
+			t.Errorf("%s: rate %q, want %q", lang, got, want)
+		}
+		var rows []string
+		d.Find(`[data-testid="live-grades"] tbody tr`).Each(func(_ int, s *goquery.Selection) {
+			rows = append(rows, strings.Join(s.Children().Map(func(_ int, c *goquery.Selection) string { return c.Text() }), " "))
+		})
+		if want := []string{"VIP 0 0 10 0", "A 0 0 1,100 0"}; !slices.Equal(rows, want) {
+			t.Errorf("%s: grade rows %q, want %q (the event's order, digits grouped)", lang, rows, want)
+		}
+	}
+	m := decode(t, admin.do("GET", live, nil, "Accept: application/json"))
+	grades, _ := m["grades"].([]any)
+	if len(grades) != 2 || grades[0].(map[string]any)["code"] != "VIP" || grades[1].(map[string]any)["free"] != 1100.0 {
+		t.Errorf("live JSON grades = %v, want VIP then A with 1100 free", m["grades"])
+	}
 }

@@ -58,8 +58,8 @@ const saleFiguresSQL = `
 	JOIN grade g ON g.event_id = e.id
 	LEFT JOIN seat s ON s.grade = g.code
 	WHERE e.id = $1
-	GROUP BY g.code, e.currency
-	ORDER BY g.code`
+	GROUP BY g.code, g.price, e.currency
+	ORDER BY g.price DESC, g.code`
 
 // heldKey is the event's index of held seats: held:{e}, a zset of label ->
 // hold expiry (ms), kept by the hold scripts.

@@ -135,7 +135,8 @@ func T(ctx context.Context, id boxoffice.MsgID, args ...any) string {
 func Say(ctx context.Context, m boxoffice.Msg) string { return In(Lang(ctx), m) }
 
 // In returns m in lang. Arguments that are a boxoffice.Msg are put into
-// lang first, and a boxoffice.At is shown as LocalTime shows it; "Count" picks the plural form. A message missing from the
+// lang first, and a boxoffice.At is shown as LocalTime shows it; "Count" picks the plural form
+// and, an int, is shown with lang's digit grouping. A message missing from the
 // catalog (a bug the catalog tests catch) shows its id and is logged.
 func In(lang string, m boxoffice.Msg) string {
 	l, known := localizers[lang]
@@ -161,6 +162,9 @@ func In(lang string, m boxoffice.Msg) string {
 	cfg := &i18n.LocalizeConfig{MessageID: string(m.ID), TemplateData: data}
 	if n, ok := data["Count"]; ok {
 		cfg.PluralCount = n
+		if i, ok := n.(int); ok {
+			data["Count"] = printer(lang).Sprint(i) // "15,000": grouped as lang groups digits
+		}
 	}
 	s, err := l.Localize(cfg)
 	if err != nil {
