@@ -74,6 +74,12 @@ func TestAdminBroadcast(t *testing.T) {
 	if m := decode(t, resp); m["broadcast"] != message {
 		t.Errorf("seat-map refresh broadcast = %v, want %q", m["broadcast"], message)
 	}
+	// The list of a section's seats, the way without JavaScript, shows it too.
+	resp = shopper.do("GET", fmt.Sprintf("/events/%d/seats?section=A", ev.ID), nil)
+	wantStatus(t, resp, http.StatusOK)
+	if got := testid(doc(t, resp), "broadcast-message"); got != message {
+		t.Errorf("a section's list shows the broadcast %q, want %q", got, message)
+	}
 	if got := testid(doc(t, admin.do("GET", fmt.Sprintf("/admin/events/%d/live", ev.ID), nil)), "broadcast-current"); !strings.Contains(got, message) {
 		t.Errorf("live page shows %q as the current broadcast", got)
 	}

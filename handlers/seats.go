@@ -247,7 +247,7 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 		return render(c, http.StatusOK, views.HoldPanel(views.HoldPanelData{Map: m, State: st, Limit: e.MaxPerAccount, Notice: notice}))
 	}
 	return render(c, http.StatusOK, views.SeatSectionPage(views.SeatSectionPageData{
-		Event: e, Map: m, Section: m.Section(section), State: st, Notice: notice,
+		Event: e, Map: m, Section: m.Section(section), State: st, Notice: notice, Broadcast: s.latestBroadcast(ctx, e.ID),
 	}))
 }
 
