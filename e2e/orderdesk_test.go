@@ -33,6 +33,7 @@ func TestOrderDesk_FindRefundSeatFree(t *testing.T) {
 	if got := text(t, admin, "order-buyer"); !strings.Contains(got, "fan1@boxoffice.test") {
 		t.Errorf("the order found is %q's, want fan1@boxoffice.test's", got)
 	}
+	fitsPhone(t, admin, "the order desk")
 	screenshot(t, admin, "order-desk-search-en")
 	must(t, "open the order", admin.GetByTestId("order-link").Click())
 	must(t, "wait for the order", admin.WaitForURL(a.URL+"/admin/orders/**"))
@@ -47,6 +48,7 @@ func TestOrderDesk_FindRefundSeatFree(t *testing.T) {
 	if got := text(t, admin, "order-status"); got != "Confirmed" {
 		t.Errorf("the order is %q after one of two tickets was refunded, want Confirmed", got)
 	}
+	fitsPhone(t, admin, "the order page with its refunds")
 	screenshot(t, admin, "order-desk-refund-en")
 
 	fan := login(t, a, "fan2@boxoffice.test")
@@ -58,6 +60,7 @@ func TestOrderDesk_FindRefundSeatFree(t *testing.T) {
 	waitSeat(t, fan, refunded, ".mine")
 
 	korean(t, a, admin)
+	fitsPhone(t, admin, "the order page with its refunds, in Korean")
 	screenshot(t, admin, "order-desk-refund-ko")
 	_, err = admin.Goto(fmt.Sprintf("%s/admin/orders?event=%d&q=fan1", a.URL, hall))
 	must(t, "search in Korean", err)

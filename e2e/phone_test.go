@@ -260,3 +260,20 @@ func nextTo(a, b string) bool {
 	nb, errB := strconv.Atoi(b[j+1:])
 	return errA == nil && errB == nil && nb == na+1
 }
+
+// fitsPhone fails the test unless the page, at a phone's 390 px, scrolls
+// no wider than the screen; the message names the elements that stick out.
+func fitsPhone(t *testing.T, page playwright.Page, what string) {
+	t.Helper()
+	width, err := page.Evaluate(`() => document.documentElement.scrollWidth`)
+	must(t, "measure "+what, err)
+	if w, _ := width.(int); w <= 390 {
+		return
+	}
+	wide, err := page.Evaluate(`() => [...document.querySelectorAll("body *")]
+		.filter(e => e.getBoundingClientRect().right > 390.5)
+		.slice(0, 8)
+		.map(e => e.tagName.toLowerCase() + (e.className ? "." + String(e.className).split(" ").join(".") : "") + " " + Math.round(e.getBoundingClientRect().right))`)
+	must(t, "find what sticks out of "+what, err)
+	t.Errorf("%s scrolls %v px wide at 390 px, want at most 390: %v", what, width, wide)
+}
