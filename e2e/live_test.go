@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
@@ -12,15 +14,15 @@ import (
 // polls its figures every second).
 func waitFigure(t *testing.T, page playwright.Page, id string, want int) {
 	t.Helper()
-	_, err := page.WaitForFunction(`([id, want]) => document.querySelector('[data-testid="' + id + '"]')?.textContent.trim() === want`,
+	_, err := page.WaitForFunction(`([id, want]) => document.querySelector('[data-testid="' + id + '"]')?.textContent.trim().replaceAll(",", "") === want`,
 		[]any{id, strconv.Itoa(want)})
 	must(t, fmt.Sprintf("wait for %s to read %d", id, want), err)
 }
 
-// figure reads a number of the live page.
+// figure reads a number of the live page (its digits grouped: "2,523").
 func figure(t *testing.T, page playwright.Page, id string) int {
 	t.Helper()
-	n, err := strconv.Atoi(text(t, page, id))
+	n, err := strconv.Atoi(strings.ReplaceAll(text(t, page, id), ",", ""))
 	must(t, "read "+id, err)
 	return n
 }
@@ -94,5 +96,20 @@ func TestLive_FiguresMoveAndBroadcast(t *testing.T) {
 			must(t, "wait for the broadcast in Korean", page.GetByTestId("broadcast-message").Filter(playwright.LocatorFilterOptions{HasText: message}).WaitFor())
 		}
 		screenshot(t, page, name+"-ko")
+	}
+	// The list of a section's seats, the way without JavaScript, shows the
+	// broadcast too, in both languages.
+	section, err := shopper.Evaluate(`async () => (await (await fetch(location.pathname, {headers: {Accept: "application/json"}})).json()).seats[0].section`)
+	must(t, "read a section's name", err)
+	_, err = shopper.Goto(fmt.Sprintf("%s/events/%d/seats?section=%s", a.URL, hall, url.QueryEscape(fmt.Sprint(section))))
+	must(t, "open a section's list", err)
+	for _, lang := range []string{"ko", "en"} {
+		must(t, "set the language cookie", shopper.Context().AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+		_, err = shopper.Reload()
+		must(t, "reload the section's list", err)
+		if got := text(t, shopper, "broadcast-message"); got != message {
+			t.Errorf("%s: the section's list shows the broadcast %q, want %q", lang, got, message)
+		}
+		screenshot(t, shopper, "live-broadcast-section-list-"+lang)
 	}
 }
