@@ -79,6 +79,10 @@ type VenueService interface {
 	// Details["problems"] (see ValidateSeats: bad fields, duplicate labels,
 	// no seats, too many).
 	CreateVenue(ctx context.Context, name string, seats []Seat) (*Venue, error)
+	// ImportVenue is CreateVenue with the sections' best-first orders
+	// (SectionOrderService), stored with the seats, all or nothing. Errors
+	// as CreateVenue, and EINVALID as ValidateSectionOrders.
+	ImportVenue(ctx context.Context, name string, seats []Seat, orders []SectionOrder) (*Venue, error)
 	// FindVenues lists venues by name, with their seat and event counts.
 	FindVenues(ctx context.Context) ([]*Venue, error)
 	// FindVenueByID returns a venue. Errors: ENOTFOUND.
@@ -92,4 +96,5 @@ type VenueService interface {
 	// DeleteVenue deletes a venue and its seat map. Errors: ENOTFOUND;
 	// ECONFLICT while an event uses it.
 	DeleteVenue(ctx context.Context, id int64) error
+	SectionOrderService
 }

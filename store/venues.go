@@ -29,8 +29,23 @@ type querier interface {
 // recomputed from section, row and number. Errors: EINVALID with
 // Fields["name"] and/or Details["problems"].
 func (s *Venues) CreateVenue(ctx context.Context, name string, seats []boxoffice.Seat) (*boxoffice.Venue, error) {
+	return s.ImportVenue(ctx, name, seats, nil)
+}
+
+// ImportVenue is CreateVenue with the sections' best-first orders, stored
+// in the same transaction (the default orders are not stored). Errors as
+// CreateVenue, and EINVALID as boxoffice.ValidateSectionOrders against the
+// seats' sections.
+func (s *Venues) ImportVenue(ctx context.Context, name string, seats []boxoffice.Seat, orders []boxoffice.SectionOrder) (*boxoffice.Venue, error) {
 	name = boxoffice.NormalizeVenueName(name)
 	if err := boxoffice.ValidateVenue(name, seats); err != nil {
+		return nil, err
+	}
+	sections := map[string]bool{}
+	for _, st := range seats {
+		sections[st.Section] = true
+	}
+	if err := boxoffice.ValidateSectionOrders(orders, sections); err != nil {
 		return nil, err
 	}
 	v := &boxoffice.Venue{Name: name, Seats: len(seats)}
@@ -47,6 +62,9 @@ func (s *Venues) CreateVenue(ctx context.Context, name string, seats []boxoffice
 			}))
 		if err != nil {
 			return fmt.Errorf("copy venue seats: %w", err)
+		}
+		if err := writeSectionOrders(ctx, tx, v.ID, orders); err != nil {
+			return err
 		}
 		return writeAudit(ctx, tx, auditEntry{
 			AdminID: adminOf(ctx), Action: AuditVenueCreate, VenueID: v.ID,
