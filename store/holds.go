@@ -162,7 +162,7 @@ type Holds struct {
 	mu     sync.Mutex
 	labels map[int64]map[string]struct{} // event id -> its seats' labels
 	maps   map[int64]*sharedMapSlot      // event id -> shared read for SeatStatuses
-	runs   map[int64]*bestLayout         // event id -> its seats for best available
+	runs   map[int64]*eventRunsCopy      // event id -> its seats for best available
 	hints  map[bestHintKey]bestHint      // where HoldBest starts
 
 	granted prometheus.Counter
@@ -185,7 +185,7 @@ func NewHolds(db *DB, r *Redis, reg prometheus.Registerer) (*Holds, error) {
 		MapMaxAge: DefaultMapMaxAge,
 		labels:    map[int64]map[string]struct{}{},
 		maps:      map[int64]*sharedMapSlot{},
-		runs:      map[int64]*bestLayout{},
+		runs:      map[int64]*eventRunsCopy{},
 		hints:     map[bestHintKey]bestHint{},
 		granted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "boxoffice_holds_granted_total",

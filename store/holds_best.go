@@ -438,52 +438,151 @@ func (h *Holds) setBestHint(k bestHintKey, hint bestHint) {
 	h.hints[k] = hint
 }
 
-// eventRuns returns the event's seats for best available, read from
-// PostgreSQL on first use and kept for the life of the process once the
-// seats are fixed, as eventLabels does.
+// bestOrderMaxAge is how long an instance trusts its copy of an event's
+// runs before it asks PostgreSQL whether the venue's best-first orders
+// changed (Venues.SetSectionOrders): the longest an admin's change takes to
+// reach every instance.
+const bestOrderMaxAge = time.Second
+
+// eventRunsCopy is an instance's copy of an event's runs: built from the
+// venue's best-first orders of version, last found current at checked (on
+// the store's clock).
+type eventRunsCopy struct {
+	runs    *bestLayout
+	version int64
+	checked time.Time
+}
+
+// eventRuns returns the event's seats for best available (seatRuns, with
+// its venue's section orders). Once the seats are fixed they are read from
+// PostgreSQL once and kept for the life of the process, as eventLabels
+// does, but the orders are keyed by the venue's best_order_version: a copy
+// older than bestOrderMaxAge is still returned at once, while a check in
+// the background reads the version again and, when it changed, rebuilds
+// the runs (and forgets the event's hints, whose run indexes then mean
+// other runs, and raises best:gen:{e} so that the index in Redis, scored
+// by those indexes, is built again). So fans never wait for that check, and while PostgreSQL
+// does not answer it the copy is used as it is.
 func (h *Holds) eventRuns(ctx context.Context, eventID int64) (*bestLayout, error) {
 	h.mu.Lock()
-	runs, ok := h.runs[eventID]
+	kept := h.runs[eventID]
+	stale := kept != nil && h.Redis.Now().Sub(kept.checked) >= bestOrderMaxAge
 	h.mu.Unlock()
-	if ok {
-		return runs, nil
-	}
-	v, err, _ := h.loads.Do("runs:"+strconv.FormatInt(eventID, 10), func() (any, error) {
+	load := func() (any, error) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), loadTimeout)
 		defer cancel()
-		rows, err := h.DB.Pool.Query(ctx, `
-			SELECT label, section, row_label::int, number::int, grade, x, y
-			FROM event_seat WHERE event_id = $1`, eventID)
-		if err != nil {
-			return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
+		return h.loadRuns(ctx, eventID, kept)
+	}
+	key := "runs:" + strconv.FormatInt(eventID, 10)
+	if kept != nil {
+		if stale {
+			h.loads.DoChan(key, load)
 		}
-		var seats []runSeat
-		var s runSeat
-		for rows.Next() {
-			if err := rows.Scan(&s.label, &s.section, &s.row, &s.number, &s.grade, &s.x, &s.y); err != nil {
-				return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
-			}
-			seats = append(seats, s)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
-		}
-		runs := newBestLayout(seatRuns(seats))
-		fixed, err := h.seatsFixed(ctx, eventID)
-		if err != nil {
-			return nil, err
-		}
-		if len(seats) > 0 && fixed {
-			h.mu.Lock()
-			h.runs[eventID] = runs
-			h.mu.Unlock()
-		}
-		return runs, nil
-	})
+		return kept.runs, nil
+	}
+	v, err, _ := h.loads.Do(key, load)
 	if err != nil {
 		return nil, err
 	}
 	return v.(*bestLayout), nil
+}
+
+// loadRuns builds the event's runs from PostgreSQL, or, when kept is the
+// copy of the current best_order_version, only marks it checked (also when
+// the version cannot be read). The runs are kept once the seats are fixed.
+func (h *Holds) loadRuns(ctx context.Context, eventID int64, kept *eventRunsCopy) (*bestLayout, error) {
+	version, orders, err := h.bestOrders(ctx, eventID)
+	if kept != nil && (err != nil || version == kept.version) {
+		h.mu.Lock()
+		kept.checked = h.Redis.Now()
+		h.mu.Unlock()
+		return kept.runs, nil
+	} else if err != nil {
+		return nil, err
+	}
+	seats, err := h.runSeats(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	runs := newBestLayout(seatRuns(seats, orders))
+	fixed, err := h.seatsFixed(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	if len(seats) > 0 && fixed {
+		h.mu.Lock()
+		h.runs[eventID] = &eventRunsCopy{runs: runs, version: version, checked: h.Redis.Now()}
+		if kept != nil {
+			for k := range h.hints {
+				if k.event == eventID {
+					delete(h.hints, k)
+				}
+			}
+		}
+		h.mu.Unlock()
+		// The index's scores are the old order's ranks: a new generation
+		// has it built again from this order (each instance raises it when
+		// it takes the new order, so the last build is of the new order).
+		if kept != nil {
+			if err := h.Redis.Client.Incr(ctx, h.bestGenKey(eventID)).Err(); err != nil {
+				return nil, fmt.Errorf("rebuild the best-available index of event %d: %w", eventID, err)
+			}
+		}
+	}
+	return runs, nil
+}
+
+// bestOrders reads, in one statement, the best_order_version of the
+// event's venue and its sections' orders that are not the default
+// (migrations/00016_section_order.sql), by section name.
+func (h *Holds) bestOrders(ctx context.Context, eventID int64) (int64, map[string]boxoffice.SectionOrder, error) {
+	rows, err := h.DB.Pool.Query(ctx, `
+		SELECT v.best_order_version, o.section, coalesce(o.rank, 0), o.row_order, o.seat_order
+		FROM event e JOIN venue v ON v.id = e.venue_id
+		LEFT JOIN venue_section_order o ON o.venue_id = v.id
+		WHERE e.id = $1`, eventID)
+	if err != nil {
+		return 0, nil, fmt.Errorf("section orders of event %d: %w", eventID, err)
+	}
+	var version int64
+	orders := map[string]boxoffice.SectionOrder{}
+	for rows.Next() {
+		var section, rowOrder, seatOrder *string
+		var rank int
+		if err := rows.Scan(&version, &section, &rank, &rowOrder, &seatOrder); err != nil {
+			return 0, nil, fmt.Errorf("section orders of event %d: %w", eventID, err)
+		}
+		if section != nil {
+			orders[*section] = boxoffice.SectionOrder{Section: *section, Rank: rank,
+				Rows: boxoffice.RowOrder(*rowOrder), Seats: boxoffice.SeatOrder(*seatOrder)}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, nil, fmt.Errorf("section orders of event %d: %w", eventID, err)
+	}
+	return version, orders, nil
+}
+
+// runSeats reads the event's seats as seatRuns takes them.
+func (h *Holds) runSeats(ctx context.Context, eventID int64) ([]runSeat, error) {
+	rows, err := h.DB.Pool.Query(ctx, `
+		SELECT label, section, row_label::int, number::int, grade, x, y
+		FROM event_seat WHERE event_id = $1`, eventID)
+	if err != nil {
+		return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
+	}
+	var seats []runSeat
+	var s runSeat
+	for rows.Next() {
+		if err := rows.Scan(&s.label, &s.section, &s.row, &s.number, &s.grade, &s.x, &s.y); err != nil {
+			return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
+		}
+		seats = append(seats, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("seats of event %d: %w", eventID, err)
+	}
+	return seats, nil
 }
 
 // runSeat is a seat as seatRuns reads it.
@@ -494,11 +593,28 @@ type runSeat struct {
 }
 
 // seatRuns cuts seats into runs (a section's row, one grade, consecutive
-// numbers) and orders each grade's runs nearest the stage first: by the
-// distance of their seat nearest the stage, which is taken to be at the
-// middle of the seats' width in front of the smallest y (the side the
-// admin's seat map calls the stage's side), then by label.
-func seatRuns(seats []runSeat) gradeRuns {
+// numbers) and orders each grade's runs best first by the sections' orders
+// (by section name; a section without one has the default order), in the
+// geometry of the seat map: the stage is taken to be at the middle of the
+// seats' width in front of the smallest y (the side the admin's seat map
+// calls the stage's side), and a seat's distance is its distance from there.
+//
+//   - Sections of a lower Rank come first, then those without a rank.
+//   - Within one rank, the sections whose rows go RowsFront are taken
+//     together, a run before another when its seat nearest the stage is
+//     nearer (the default, sections interleaved); a section whose rows go by
+//     number is taken whole, row by row, and the groups follow one another
+//     by their seat nearest the stage.
+//   - In a section by number, the runs of one row follow the seat order:
+//     the nearest the stage first (SeatsStage), the nearest the middle of
+//     the row's numbers (SeatsMiddle), the lowest numbers (SeatsLow) or the
+//     highest (SeatsHigh) first.
+//   - A run's best seat, around which hold_best.lua picks its block, is the
+//     seat nearest the stage, nearest the middle of the row's numbers (over
+//     all the row's seats, of any grade), its lowest or its highest number.
+//
+// Ties go by the first label of the run.
+func seatRuns(seats []runSeat, orders map[string]boxoffice.SectionOrder) gradeRuns {
 	if len(seats) == 0 {
 		return gradeRuns{}
 	}
@@ -508,12 +624,58 @@ func seatRuns(seats []runSeat) gradeRuns {
 	}
 	stageX := (minX + maxX) / 2
 	dist := func(s runSeat) float64 { return math.Hypot(s.x-stageX, s.y-minY) }
+	type rowKey struct {
+		section string
+		row     int
+	}
+	near := map[string]float64{}                 // section -> its seat nearest the stage
+	lo, hi := map[rowKey]int{}, map[rowKey]int{} // a row's lowest and highest numbers
+	for _, s := range seats {
+		k := rowKey{s.section, s.row}
+		if d, ok := near[s.section]; !ok || dist(s) < d {
+			near[s.section] = dist(s)
+		}
+		if n, ok := lo[k]; !ok || s.number < n {
+			lo[k] = s.number
+		}
+		hi[k] = max(hi[k], s.number)
+	}
+	// tier is a section's rank, ranked sections first.
+	tier := func(section string) int {
+		if r := orders[section].Rank; r > 0 {
+			return r
+		}
+		return math.MaxInt
+	}
+	// A group of a tier: its front sections together (""), or one section by
+	// number; groupNear is each group's seat nearest the stage.
+	group := func(section string) string {
+		if orders[section].RowOrder() == boxoffice.RowsFront {
+			return ""
+		}
+		return section
+	}
+	type groupKey struct {
+		tier  int
+		group string
+	}
+	groupNear := map[groupKey]float64{}
+	for sec, d := range near {
+		k := groupKey{tier(sec), group(sec)}
+		if g, ok := groupNear[k]; !ok || d < g {
+			groupNear[k] = d
+		}
+	}
+
 	slices.SortFunc(seats, func(a, b runSeat) int {
 		return cmp.Or(cmp.Compare(a.grade, b.grade), cmp.Compare(a.section, b.section), cmp.Compare(a.row, b.row), cmp.Compare(a.number, b.number))
 	})
 	type ranked struct {
-		run  seatRun
-		dist float64
+		run     seatRun
+		group   groupKey
+		row     int     // the row's place in its section by number (groups by number)
+		inRow   float64 // the run's place in its row by the seat order (groups by number)
+		nearest float64 // the distance of the run's seat nearest the stage
 	}
 	byGrade := map[string][]ranked{}
 	for i := 0; i < len(seats); {
@@ -522,20 +684,42 @@ func seatRuns(seats []runSeat) gradeRuns {
 			seats[j].row == seats[i].row && seats[j].number == seats[j-1].number+1 {
 			j++
 		}
-		r := ranked{dist: math.Inf(1)}
+		first, last := seats[i], seats[j-1]
+		o := orders[first.section]
+		r := ranked{group: groupKey{tier(first.section), group(first.section)}, row: first.row, nearest: math.Inf(1)}
+		if o.RowOrder() == boxoffice.RowsDescending {
+			r.row = -first.row
+		}
 		for k := i; k < j; k++ {
 			r.run.labels = append(r.run.labels, seats[k].label)
-			if d := dist(seats[k]); d < r.dist {
-				r.run.best, r.dist = k-i, d
+			if d := dist(seats[k]); d < r.nearest {
+				r.run.best, r.nearest = k-i, d
 			}
 		}
-		byGrade[seats[i].grade] = append(byGrade[seats[i].grade], r)
+		r.inRow = r.nearest
+		switch o.SeatOrder() {
+		case boxoffice.SeatsMiddle:
+			k := rowKey{first.section, first.row}
+			mid := float64(lo[k]+hi[k]) / 2
+			r.run.best = min(max(int(math.Ceil(mid))-first.number, 0), j-i-1)
+			r.inRow = math.Abs(float64(first.number+r.run.best) - mid)
+		case boxoffice.SeatsLow:
+			r.run.best, r.inRow = 0, float64(first.number)
+		case boxoffice.SeatsHigh:
+			r.run.best, r.inRow = j-i-1, float64(-last.number)
+		}
+		byGrade[first.grade] = append(byGrade[first.grade], r)
 		i = j
 	}
 	out := gradeRuns{}
 	for g, rs := range byGrade {
 		slices.SortStableFunc(rs, func(a, b ranked) int {
-			return cmp.Or(cmp.Compare(a.dist, b.dist), cmp.Compare(a.run.labels[0], b.run.labels[0]))
+			c := cmp.Or(cmp.Compare(a.group.tier, b.group.tier),
+				cmp.Compare(groupNear[a.group], groupNear[b.group]), cmp.Compare(a.group.group, b.group.group))
+			if c == 0 && a.group.group != "" {
+				c = cmp.Or(cmp.Compare(a.row, b.row), cmp.Compare(a.inRow, b.inRow))
+			}
+			return cmp.Or(c, cmp.Compare(a.nearest, b.nearest), cmp.Compare(a.run.labels[0], b.run.labels[0]))
 		})
 		for _, r := range rs {
 			out[g] = append(out[g], r.run)
