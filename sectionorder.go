@@ -89,16 +89,16 @@ func ParseSectionOrder(t SectionOrderText) (SectionOrder, map[string]Msg) {
 	if t.Rank != "" {
 		n, err := strconv.Atoi(t.Rank)
 		if err != nil || n < 1 || n > MaxSectionRank || strconv.Itoa(n) != t.Rank {
-			bad["rank"] = M("val_section_rank", "Section", t.Section, "Max", MaxSectionRank, "Value", ClipInput(t.Rank, MaxQuoted))
+			bad["rank"] = M("val_section_rank", "Section", ClipInput(t.Section, MaxQuoted), "Max", MaxSectionRank, "Value", ClipInput(t.Rank, MaxQuoted))
 		} else {
 			o.Rank = n
 		}
 	}
 	if t.Rows != "" && !validRowOrder(o.Rows) {
-		bad["row_order"] = M("val_row_order", "Section", t.Section, "Value", ClipInput(t.Rows, MaxQuoted))
+		bad["row_order"] = M("val_row_order", "Section", ClipInput(t.Section, MaxQuoted), "Value", ClipInput(t.Rows, MaxQuoted))
 	}
 	if t.Seats != "" && !validSeatOrder(o.Seats) {
-		bad["seat_order"] = M("val_seat_order", "Section", t.Section, "Value", ClipInput(t.Seats, MaxQuoted))
+		bad["seat_order"] = M("val_seat_order", "Section", ClipInput(t.Section, MaxQuoted), "Value", ClipInput(t.Seats, MaxQuoted))
 	}
 	if len(bad) == 0 {
 		return o, nil

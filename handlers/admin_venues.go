@@ -183,7 +183,64 @@ func (s *Server) venuePage(c echo.Context) (views.VenuePage, error) {
 	if err != nil {
 		return views.VenuePage{}, err
 	}
-	return views.VenuePage{Venue: v, Seats: seats, Events: events, Name: v.Name}, nil
+	orders, err := s.Venues.SectionOrders(ctx, id)
+	if err != nil {
+		return views.VenuePage{}, err
+	}
+	return views.VenuePage{Venue: v, Seats: seats, Events: events, Name: v.Name, Orders: views.OrderTexts(orders)}, nil
+}
+
+// handleAdminVenueOrder handles POST /admin/venues/:id/order: the
+// sections' best-first orders, sections[i].name with .rank (empty for none),
+// .row_order and .seat_order (empty for the default), 303 to the venue's
+// page; 422 with the page naming every reason at once, the values typed
+// kept, and nothing saved.
+func (s *Server) handleAdminVenueOrder(c echo.Context) error {
+	id, err := venueID(c)
+	if err != nil {
+		return err
+	}
+	form, err := c.FormParams()
+	if err != nil {
+		return errBadForm
+	}
+	typed, orders, fields := formSectionOrders(form)
+	if len(fields) == 0 {
+		err := s.Venues.SetSectionOrders(c.Request().Context(), id, orders)
+		if err == nil {
+			return s.redirectWithFlash(c, venuePath(id), views.FlashVenueOrder)
+		} else if err := addFields(fields, err); err != nil {
+			return err
+		}
+	}
+	p, err := s.venuePage(c)
+	if err != nil {
+		return err
+	}
+	p.Orders, p.OrderErrors = typed, views.SayFields(c.Request().Context(), fields)
+	return render(c, http.StatusUnprocessableEntity, views.AdminVenue(p))
+}
+
+// formSectionOrders reads the order form's sections (up to maxFormRows),
+// stopping at the first index without a name: what was typed, the orders,
+// and every reason a value is wrong, keyed as the form's fields.
+func formSectionOrders(form url.Values) ([]boxoffice.SectionOrderText, []boxoffice.SectionOrder, map[string]boxoffice.Msg) {
+	var typed []boxoffice.SectionOrderText
+	var orders []boxoffice.SectionOrder
+	fields := map[string]boxoffice.Msg{}
+	for i := range maxFormRows {
+		get := func(field string) string { return strings.TrimSpace(form.Get(views.FieldKey("sections", i, field))) }
+		t := boxoffice.SectionOrderText{Section: get("name"), Rank: get("rank"), Rows: get("row_order"), Seats: get("seat_order")}
+		if t.Section == "" {
+			break
+		}
+		o, bad := boxoffice.ParseSectionOrder(t)
+		for k, m := range bad {
+			fields[views.FieldKey("sections", i, k)] = m
+		}
+		typed, orders = append(typed, t), append(orders, o)
+	}
+	return typed, orders, fields
 }
 
 // venueEvents returns the events at a venue, by queue opening.

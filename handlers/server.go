@@ -209,6 +209,7 @@ func (s *Server) Handler() http.Handler {
 	admin.GET("/venues/:id", s.handleAdminVenue)
 	admin.GET("/venues/:id/seats.csv", s.handleAdminVenueSeatsCSV)
 	admin.POST("/venues/:id/name", s.handleAdminVenueRename)
+	admin.POST("/venues/:id/order", s.handleAdminVenueOrder)
 	admin.POST("/venues/:id/delete", s.handleAdminVenueDelete)
 	admin.GET("/events", s.handleAdminEvents)
 	admin.GET("/events/new", s.handleAdminEventNew)

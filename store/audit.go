@@ -24,6 +24,7 @@ const (
 	AuditVenueCreate  = "venue_create"  // a venue generated or imported: after name, seats
 	AuditVenueRename  = "venue_rename"  // before and after name
 	AuditVenueDelete  = "venue_delete"  // before name, seats
+	AuditVenueOrder   = "venue_order"   // before and after: the changed sections' best-first orders
 	AuditEventCreate  = "event_create"  // after: the event's settings
 	AuditEventUpdate  = "event_update"  // before and after: the settings that changed
 	AuditEventPublish = "event_publish" // before and after status

@@ -20,7 +20,7 @@ type AuditLog struct {
 
 // auditActions lists the actions of the audit log's filter.
 var auditActions = []string{
-	AuditVenueCreate, AuditVenueRename, AuditVenueDelete,
+	AuditVenueCreate, AuditVenueRename, AuditVenueDelete, AuditVenueOrder,
 	AuditEventCreate, AuditEventUpdate, AuditEventPublish, AuditEventClose, AuditAdmission,
 	AuditBlock, AuditUnblock, AuditBroadcast, AuditRefund, AuditRefundFailed,
 }

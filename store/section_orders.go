@@ -8,10 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// AuditVenueOrder is the audit action of a change of a venue's best-first
-// orders: before and after, the changed sections' orders.
-const AuditVenueOrder = "venue_order"
-
 // SectionOrders returns the best-first order of every section of a venue's
 // seat map (migrations/00016_section_order.sql), by section name; a section
 // never set has the default order. Errors: ENOTFOUND.
