@@ -79,29 +79,44 @@ func ParseSeatMap(filename string, data []byte) ([]Seat, error) {
 	return SeatMapOptions{}.Parse(filename, data)
 }
 
+// ImportSeatMap reads a CSV seat map or a pretix seating plan with the
+// sections' best-first orders a CSV file gives (SeatMapOptions.ParseCSV).
+// See SeatMapOptions.Import.
+func ImportSeatMap(filename string, data []byte) ([]Seat, []SectionOrder, error) {
+	return SeatMapOptions{}.Import(filename, data)
+}
+
 // Parse reads an uploaded seat map, CSV or pretix JSON, chosen by its content:
 // a file whose first non-blank character is '{' or '[', or whose name ends in
 // ".json", is read as JSON; other text with commas as CSV. filename is only
 // that hint and may be empty. Errors as ParseCSV, including a file over
 // MaxSeatMapBytes, an empty file and one that is neither CSV nor JSON.
 func (o SeatMapOptions) Parse(filename string, data []byte) ([]Seat, error) {
+	seats, _, err := o.Import(filename, data)
+	return seats, err
+}
+
+// Import is Parse that also returns the sections' best-first orders of a
+// CSV file's rank,row_order,seat_order columns (none for pretix JSON).
+func (o SeatMapOptions) Import(filename string, data []byte) ([]Seat, []SectionOrder, error) {
 	var p problems
 	if len(data) > MaxSeatMapBytes {
 		p.tooLarge(len(data))
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
 	text := bytes.TrimSpace(bytes.TrimPrefix(data, utf8BOM))
 	switch {
 	case len(text) == 0:
 		p.add(M("seatmap_file_empty"))
 	case text[0] == '{' || text[0] == '[' || strings.EqualFold(filepath.Ext(filename), ".json"):
-		return o.ParsePretix(data)
+		seats, err := o.ParsePretix(data)
+		return seats, nil, err
 	case !isText(text) || !bytes.ContainsRune(text, ','):
 		p.add(M("seatmap_file_kind"))
 	default:
 		return o.parseCSV(data)
 	}
-	return nil, p.err()
+	return nil, nil, p.err()
 }
 
 // ParseCSV reads a seat map as CSV (RFC 4180, through encoding/csv): one seat
@@ -133,7 +148,8 @@ func (o SeatMapOptions) ParseCSV(r io.Reader) ([]Seat, error) {
 		p.tooLarge(len(data))
 		return nil, p.err()
 	}
-	return o.parseCSV(data)
+	seats, _, err := o.parseCSV(data)
+	return seats, err
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
@@ -142,19 +158,25 @@ var utf8BOM = []byte("\xef\xbb\xbf")
 // binary files (images, spreadsheets) people upload by mistake.
 func isText(b []byte) bool { return utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 }
 
-func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
+// csvWidths are the column counts a seat-map CSV may have: section, row,
+// number, grade, then optionally x,y, then optionally
+// rank,row_order,seat_order.
+var csvWidths = []int{4, 6, 7, 9}
+
+func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, []SectionOrder, error) {
 	var p problems
 	data = bytes.TrimPrefix(data, utf8BOM)
 	if !isText(data) {
 		p.add(M("seatmap_file_not_text"))
-		return nil, p.err()
+		return nil, nil, p.err()
 	}
+	var orders sectionOrdersRead
 	allowed := gradeSet(o.Grades)
 	r := csv.NewReader(bytes.NewReader(data))
 	r.FieldsPerRecord = -1 // the column count is checked below, with a better message
 	var (
 		seats   []Seat
-		width   int // columns of every line: 4 or 6, set by the header or the first seat
+		width   int // columns of every line (csvWidths), set by the header or the first seat
 		records int // seat lines, valid or not
 		first   = map[string]int{}
 	)
@@ -168,14 +190,14 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 			p.add(M("seatmap_problem", "Where", atLine(pe.Line), "Problem", csvProblem(pe.Err)))
 			continue
 		} else if err != nil {
-			return nil, fmt.Errorf("read seat map: %w", err)
+			return nil, nil, fmt.Errorf("read seat map: %w", err)
 		}
 		line, _ := r.FieldPos(0)
 		for j := range rec {
 			rec[j] = strings.TrimSpace(rec[j])
 		}
 		if i == 0 && isSeatCSVHeader(rec) {
-			if len(rec) == 4 || len(rec) == 6 {
+			if slices.Contains(csvWidths, len(rec)) {
 				width = len(rec)
 			} else {
 				p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_header_columns", "Count", len(rec))))
@@ -184,7 +206,7 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 		}
 		records++
 		switch {
-		case width == 0 && (len(rec) == 4 || len(rec) == 6):
+		case width == 0 && slices.Contains(csvWidths, len(rec)):
 			width = len(rec)
 		case width == 0:
 			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_columns_first", "Count", len(rec))))
@@ -193,14 +215,18 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_columns_mismatch", "Count", len(rec), "Want", width)))
 			continue
 		}
-		s := Seat{Section: rec[0], Row: rec[1], Number: rec[2], Grade: rec[3], HasXY: width == 6}
+		xy := width == 6 || width == 9
+		s := Seat{Section: rec[0], Row: rec[1], Number: rec[2], Grade: rec[3], HasXY: xy}
 		bad := false
 		report := func(field, problem Msg) {
 			bad = true
 			p.add(M("seatmap_field_problem", "Where", atLine(line), "Field", field, "Problem", problem))
 		}
 		checkSeat(s, allowed, report)
-		if width == 6 {
+		if width >= 7 && !bad {
+			orders.add(&p, line, SectionOrderText{Section: s.Section, Rank: rec[width-3], Rows: rec[width-2], Seats: rec[width-1]})
+		}
+		if xy {
 			s.X = parseCoordinate(rec[4], func(problem Msg) { report(M("seatmap_field_x"), problem) })
 			s.Y = parseCoordinate(rec[5], func(problem Msg) { report(M("seatmap_field_y"), problem) })
 		}
@@ -220,12 +246,72 @@ func (o SeatMapOptions) parseCSV(data []byte) ([]Seat, error) {
 	}
 	p.tooMany(records)
 	if err := p.err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if width == 4 {
+	if width == 4 || width == 7 {
 		layOut(seats)
 	}
-	return seats, nil
+	return seats, orders.list, nil
+}
+
+// sectionOrdersRead gathers the sections' orders of a seat-map CSV: a
+// section's rank, row order and seat order may be given on any of its
+// lines (and left empty on the others), the same wherever given.
+type sectionOrdersRead struct {
+	list  []SectionOrder
+	index map[string]int            // section -> its order in list
+	where map[string]map[string]int // section -> field -> the line that gave it
+}
+
+// add reads one line's order columns, at line, adding to p every value
+// that is wrong (naming the section) or differs from the section's earlier
+// line.
+func (r *sectionOrdersRead) add(p *problems, line int, t SectionOrderText) {
+	o, bad := ParseSectionOrder(t)
+	for _, f := range []string{"rank", "row_order", "seat_order"} {
+		if m, ok := bad[f]; ok {
+			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", m))
+		}
+	}
+	if len(bad) > 0 {
+		return
+	}
+	if r.index == nil {
+		r.index, r.where = map[string]int{}, map[string]map[string]int{}
+	}
+	i, ok := r.index[t.Section]
+	if !ok {
+		i, r.index[t.Section], r.where[t.Section] = len(r.list), len(r.list), map[string]int{}
+		r.list = append(r.list, SectionOrder{Section: t.Section})
+	}
+	have := &r.list[i]
+	for _, f := range []struct {
+		name         string
+		given, known string
+		set          func()
+	}{
+		{"rank", t.Rank, rankText(have.Rank), func() { have.Rank = o.Rank }},
+		{"row_order", t.Rows, string(have.Rows), func() { have.Rows = o.Rows }},
+		{"seat_order", t.Seats, string(have.Seats), func() { have.Seats = o.Seats }},
+	} {
+		switch {
+		case f.given == "":
+		case f.known == "":
+			f.set()
+			r.where[t.Section][f.name] = line
+		case f.given != f.known:
+			p.add(M("seatmap_problem", "Where", atLine(line), "Problem", M("seatmap_order_differs",
+				"Section", t.Section, "Field", f.name, "Value", ClipInput(f.given, MaxQuoted), "Was", f.known, "First", atLine(r.where[t.Section][f.name]))))
+		}
+	}
+}
+
+// rankText is a rank as a CSV file gives it: "" for none.
+func rankText(rank int) string {
+	if rank == 0 {
+		return ""
+	}
+	return strconv.Itoa(rank)
 }
 
 // csvProblem names a CSV syntax error of encoding/csv.

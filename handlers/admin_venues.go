@@ -115,13 +115,13 @@ func (s *Server) handleAdminVenueImport(c echo.Context) error {
 	if err := addFields(fields, boxoffice.ValidateVenueName(name)); err != nil {
 		return err
 	}
-	seats, err := readSeatMap(r)
+	seats, orders, err := readSeatMap(r)
 	if err := addFields(fields, err); err != nil {
 		return err
 	}
 	problems := boxoffice.ErrorProblems(err)
 	if len(fields) == 0 && len(problems) == 0 {
-		v, err := s.Venues.CreateVenue(r.Context(), name, seats)
+		v, err := s.Venues.ImportVenue(r.Context(), name, seats, orders)
 		if err == nil {
 			return s.redirectWithFlash(c, venuePath(v.ID), views.FlashVenueCreated)
 		} else if err := addFields(fields, err); err != nil {
@@ -134,22 +134,23 @@ func (s *Server) handleAdminVenueImport(c echo.Context) error {
 	return render(c, http.StatusUnprocessableEntity, views.AdminVenueNew(f))
 }
 
-// readSeatMap parses the uploaded file of a parsed multipart form. Errors:
-// errNoSeatMapFile without a file; EINVALID with the problems
-// (boxoffice.ErrorProblems) of a file that is too large or not a seat map.
-func readSeatMap(r *http.Request) ([]boxoffice.Seat, error) {
+// readSeatMap parses the uploaded file of a parsed multipart form, with the
+// sections' best-first orders it gives. Errors: errNoSeatMapFile without a
+// file; EINVALID with the problems (boxoffice.ErrorProblems) of a file that
+// is too large or not a seat map.
+func readSeatMap(r *http.Request) ([]boxoffice.Seat, []boxoffice.SectionOrder, error) {
 	file, header, err := r.FormFile("file")
 	if errors.Is(err, http.ErrMissingFile) || errors.Is(err, http.ErrNotMultipart) {
-		return nil, errNoSeatMapFile
+		return nil, nil, errNoSeatMapFile
 	} else if err != nil {
-		return nil, errBadUpload
+		return nil, nil, errBadUpload
 	}
 	defer file.Close()
 	data, err := io.ReadAll(io.LimitReader(file, boxoffice.MaxSeatMapBytes+1))
 	if err != nil {
-		return nil, errBadUpload
+		return nil, nil, errBadUpload
 	}
-	return boxoffice.ParseSeatMap(header.Filename, data)
+	return boxoffice.ImportSeatMap(header.Filename, data)
 }
 
 // handleAdminVenue handles GET /admin/venues/:id: the venue's seat map drawn
