@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/playwright-community/playwright-go"
@@ -31,7 +32,17 @@ func TestAdminVenue_SectionOrder(t *testing.T) {
 	if got, err := first.GetByTestId("order-rows").InputValue(); err != nil || got != "descending" {
 		t.Errorf("row order after saving = %q (%v), want descending", got, err)
 	}
-	screenshot(t, admin, "venue-order-en")
+	orderScreenshot(t, admin, "venue-order-en")
 	korean(t, a, admin)
-	screenshot(t, admin, "venue-order-ko")
+	orderScreenshot(t, admin, "venue-order-ko")
+}
+
+// orderScreenshot saves what a phone shows of the order form's top, as
+// e2e/screenshots/<name>.png, and the whole page as <name>-page.png.
+func orderScreenshot(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	screenshot(t, page, name+"-page")
+	must(t, "scroll to the order form", page.GetByTestId("order-card").Locator("header").ScrollIntoViewIfNeeded())
+	_, err := page.Screenshot(playwright.PageScreenshotOptions{Path: playwright.String(filepath.Join("screenshots", name+".png"))})
+	must(t, "screenshot "+name, err)
 }
