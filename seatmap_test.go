@@ -92,12 +92,12 @@ func TestParseSeatCSV(t *testing.T) {
 			"line 5: section may not contain the characters < > \" ` \\"}, 0},
 		{"OKSectionPunctuation", "Director's Box,1,1,R\nStalls & Circle,1,1,R\nC/D (left),1,1,R\nA-1,1,1,R\n북측 1층,1,1,R\n", boxoffice.SeatMapOptions{}, nil, 5},
 		{"ColumnCount", "A,1,1,R,0\nA,1,1,R\nA,1,2,R,0,0\nsection,row,number,grade,x\nA;1;3;R\n", boxoffice.SeatMapOptions{}, []string{
-			"line 1: has 5 fields; want 4 (section,row,number,grade) or 6 (section,row,number,grade,x,y)",
+			"line 1: has 5 fields; want 4 (section,row,number,grade), 6 (with x,y), 7 (with rank,row_order,seat_order) or 9 (with both)",
 			"line 3: has 6 fields; want 4 like the lines before",
 			"line 4: has 5 fields; want 4 like the lines before",
 			"line 5: has 1 field; want 4 like the lines before"}, 0},
 		{"HeaderColumnCount", "section,row,number,grade,x\nA,1,1,R\n", boxoffice.SeatMapOptions{}, []string{
-			"line 1: the header has 5 columns; want section,row,number,grade or section,row,number,grade,x,y"}, 0},
+			"line 1: the header has 5 columns; want section,row,number,grade, then optionally x,y, then optionally rank,row_order,seat_order"}, 0},
 		{"BadQuote", "A,1\"1,R\nA,1,2,R\nA,x,3,R\nA,\"1,2,R\n", boxoffice.SeatMapOptions{}, []string{
 			`line 1: a quote (") in an unquoted field`,
 			`line 3: row must be a whole number from 1 to 9999 without a leading zero, not "x"`,
