@@ -41,7 +41,8 @@ var refusals = map[string]bool{
 // Lua script in the common case). JSON: 200 {"held": [...], "ttl_ms": n,
 // "expires_at": RFC 3339}, or 409 seat_taken ("seats"), 422
 // limit_exceeded ("limit", "owned", "held"), 400 bad_seat; best available:
-// 409 not_together ("left", the grade's free seats), 400 bad_choice for an
+// 409 not_together ("left", the grade's free seats as of at most a second
+// ago, see gradeLeft), 400 bad_choice for an
 // unknown grade, a quantity that is not a number from 1 to what the fan may
 // still hold ("left"), or "seat" with "grade". htmx: the hold panel with a
 // notice, at the same status. A form: 303 back to the seat map (to the list
@@ -108,7 +109,37 @@ func (s *Server) holdBest(ctx context.Context, req boxoffice.HoldRequest, form u
 	if err != nil {
 		return boxoffice.HoldResult{}, boxoffice.NewError(boxoffice.EBADCHOICE, "best_quantity_range", "Max", req.Limit)
 	}
-	return s.Holds.HoldBest(ctx, req, form.Get("grade"), quantity)
+	res, err := s.Holds.HoldBest(ctx, req, form.Get("grade"), quantity)
+	if boxoffice.ErrorCode(err) == boxoffice.ENOTTOGETHER {
+		err = s.gradeLeft(ctx, req.EventID, form.Get("grade"), quantity, err)
+	}
+	return res, err
+}
+
+// gradeLeft returns a best-available refusal (ENOTTOGETHER, notTogether)
+// whose Details["left"] and sentence give the free seats of the grade (seats
+// neither sold, blocked nor held, Grade.SeatsLeft) as EventPages shares them
+// per event: as of at most its TTL ago (a second as served), at no Redis
+// round trip or query for the request unless that copy has expired. The
+// store's own figure counts only the runs its search read, far fewer near
+// the sell-out. With none left the sentence says so (best_none_left). When
+// the event's figures cannot be read, notTogether is returned as it is.
+func (s *Server) gradeLeft(ctx context.Context, eventID int64, grade string, quantity int, notTogether error) error {
+	e, err := s.EventPages.Event(ctx, eventID)
+	if err != nil {
+		return notTogether
+	}
+	for _, g := range e.Grades {
+		if g.Code != grade {
+			continue
+		}
+		msg := boxoffice.M("best_not_together", "Quantity", quantity, "Count", g.SeatsLeft)
+		if g.SeatsLeft == 0 {
+			msg = boxoffice.M("best_none_left")
+		}
+		return &boxoffice.Error{Code: boxoffice.ENOTTOGETHER, Msg: msg, Details: map[string]any{"left": g.SeatsLeft}}
+	}
+	return notTogether
 }
 
 // holdRefused decides what a hold or release that failed with err answers:

@@ -161,3 +161,54 @@ func TestHolds_HoldBest(t *testing.T) {
 		}
 	})
 }
+
+// A refused best-available hold gives the grade's free seats (neither sold,
+// blocked nor held), not only those of the runs the search read: with the
+// grade's free seats scattered singles, the runs are out of the index for
+// two seats, and yet the answer counts every free seat of the grade.
+func TestHolds_HoldBestLeftOfGrade(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	admin := app.newAdmin(t)
+	blocks := fmt.Sprintf("/admin/events/%d/blocks", e.ID)
+	resp := admin.do("POST", blocks, url.Values{"action": {"block"}, "seat": {"Box B-1-2,Box B-1-4,C/D-1-2"}}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	other, _ := app.newFan(t, "other@example.com", e.ID)
+	hold(t, other, e.ID, "C/D-1-1")
+	fan, _ := app.newFan(t, "fan@example.com", e.ID)
+	app.Srv.EventPages.Forget(e.ID) // the figures as of now, not a second ago
+	pair := url.Values{"grade": {"S"}, "quantity": {"2"}}
+
+	// Free: Box B-1-1 and Box B-1-3. Asked again, the search reads no run
+	// (the index dropped them), and the answer is the same.
+	for round := range 2 {
+		resp := fan.do("POST", holdsPath(e.ID), pair, "Accept: application/json")
+		wantStatus(t, resp, http.StatusConflict)
+		var body map[string]any
+		decodeJSON(t, resp, &body)
+		if body["error"] != "not_together" || body["left"] != 2.0 || !strings.Contains(fmt.Sprint(body["message"]), "2 seats of this grade are left, but not 2 side by side") {
+			t.Errorf("round %d: body = %v, want not_together with left 2", round, body)
+		}
+		resp = fan.do("POST", holdsPath(e.ID), pair, "HX-Request: true")
+		wantStatus(t, resp, http.StatusConflict)
+		if got := testid(doc(t, resp), "hold-notice"); !strings.Contains(got, "2 seats of this grade are left, but not 2 side by side") {
+			t.Errorf("round %d: htmx notice %q, want the grade's 2 free seats", round, got)
+		}
+	}
+
+	hold(t, other, e.ID, "Box B-1-1", "Box B-1-3")
+	app.Srv.EventPages.Forget(e.ID)
+	resp = fan.do("POST", holdsPath(e.ID), pair, "Accept: application/json")
+	wantStatus(t, resp, http.StatusConflict)
+	var body map[string]any
+	decodeJSON(t, resp, &body)
+	if body["error"] != "not_together" || body["left"] != 0.0 || !strings.Contains(fmt.Sprint(body["message"]), "No seats of this grade are left") {
+		t.Errorf("none left: body = %v, want not_together with left 0 and best_none_left", body)
+	}
+	resp = fan.do("POST", holdsPath(e.ID), pair, "HX-Request: true")
+	wantStatus(t, resp, http.StatusConflict)
+	if got := testid(doc(t, resp), "hold-notice"); !strings.Contains(got, "No seats of this grade are left") {
+		t.Errorf("none left: htmx notice %q, want best_none_left", got)
+	}
+}
