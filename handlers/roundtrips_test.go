@@ -19,7 +19,10 @@ import (
 
 // redisTrips counts the Redis round trips sent with a context that carries
 // it (withTrips): a command, or a pipeline or MULTI/EXEC of them, is one
-// round trip. It is safe for concurrent use.
+// round trip. The handshake of a connection the pool opens for the request
+// (see handshake) is not counted: whether the request finds an idle
+// connection depends on what else uses the pool at that moment, not on the
+// request. It is safe for concurrent use.
 type redisTrips struct {
 	mu    sync.Mutex
 	trips [][]string // the commands of each round trip, MULTI and EXEC left out
@@ -35,10 +38,13 @@ func withTrips(ctx context.Context, t *redisTrips) context.Context {
 }
 
 func (r *redisTrips) add(cmds []redis.Cmder) {
+	if !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !handshake(c) }) {
+		return
+	}
 	var names []string
 	for _, c := range cmds {
 		switch n := c.Name(); {
-		case n == "multi" || n == "exec":
+		case n == "multi" || n == "exec" || handshake(c):
 		case n == "get" && strings.Contains(fmt.Sprint(c.Args()...), "session:"):
 			names = append(names, sessionRead)
 		default:
@@ -48,6 +54,20 @@ func (r *redisTrips) add(cmds []redis.Cmder) {
 	r.mu.Lock()
 	r.trips = append(r.trips, names)
 	r.mu.Unlock()
+}
+
+// handshake reports whether cmd is one of those go-redis sends, through
+// the client's hooks and with the request's context, when it opens a
+// connection before the request's own commands: HELLO or AUTH, then a
+// pipeline of SELECT, READONLY and CLIENT SETNAME, TRACKING or
+// MAINT_NOTIFICATIONS, then one of CLIENT SETINFO. No request of the box
+// office sends any of them itself.
+func handshake(cmd redis.Cmder) bool {
+	switch cmd.Name() {
+	case "hello", "auth", "select", "readonly", "client":
+		return true
+	}
+	return false
 }
 
 // take returns the round trips counted since the last take.
