@@ -39,7 +39,7 @@
 -- the runs, 1 when a run has a block that strands a seat (0 otherwise), and
 -- {first labels} of the runs the zset lists from the rank of the first run
 -- sent.
--- hold_start, prune_holds, seat_state, hold_seat and trim_held come from
+-- hold_start, prune_holds, seat_state, hold_seats and trim_held come from
 -- hold_shopper.lua.
 local ended, now = hold_start()
 if ended then
@@ -156,12 +156,13 @@ if pick == nil then
 end
 
 local exp = now + ttl
-local held = {}
+local held, locks = {}, {}
 for k = pick, pick + quantity - 1 do
   local i = pick_base + k
-  hold_seat(ARGV[first_label + i - 1], KEYS[first_key + i - 1], KEYS[4], KEYS[5], KEYS[6], acct, exp)
   held[#held + 1] = ARGV[first_label + i - 1]
+  locks[#locks + 1] = KEYS[first_key + i - 1]
 end
+hold_seats(held, locks, KEYS[4], KEYS[5], KEYS[6], acct, exp)
 trim_held(KEYS[4], KEYS[5], KEYS[6], now)
 local from = pick_run
 if may_strand then

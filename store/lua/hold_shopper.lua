@@ -103,11 +103,6 @@ local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acc
   redis.call('HSET', holder_key, unpack(owners))
 end
 
--- hold_seat holds the one seat label (lock key lock_key), as hold_seats.
-local function hold_seat(label, lock_key, hold_key, held_key, holder_key, acct, exp)
-  hold_seats({label}, {lock_key}, hold_key, held_key, holder_key, acct, exp)
-end
-
 -- trim_held keeps the map's index small after a hold: it drops a bounded
 -- batch of holds ended before now from held_key and holder_key (one ZREM
 -- and one HDEL for the batch), and sets the account's holds (hold_key) to
