@@ -68,7 +68,18 @@ type Queue struct {
 	Metrics *QueueMetrics
 
 	mu      sync.Mutex
-	figures map[int64]queueFigures // event id -> the latest figures read
+	figures map[int64]queueFigures   // event id -> the latest figures read
+	flights map[int64]*figuresFlight // event id -> the refresh under way
+	gens    map[int64]uint64         // event id -> times this instance admitted
+}
+
+// figuresFlight is one refresh of an event's figures under way: the polls
+// that find the figures stale while it is in flight wait for it (done is
+// closed once f and ok are set) instead of reading Redis themselves.
+type figuresFlight struct {
+	done chan struct{}
+	f    queueFigures
+	ok   bool
 }
 
 // queueFigures is one read of an event's shared figures.
@@ -90,11 +101,16 @@ func (f queueFigures) window(t time.Time) int64 {
 func (q *Queue) keepFigures(eventID int64, st queueStats, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.keepLocked(eventID, queueFigures{st: st, now: now, at: q.Redis.Now()})
+}
+
+// keepLocked is keepFigures with q.mu held.
+func (q *Queue) keepLocked(eventID int64, f queueFigures) {
 	if q.figures == nil {
 		q.figures = map[int64]queueFigures{}
 	}
-	if f, ok := q.figures[eventID]; !ok || now.After(f.now) {
-		q.figures[eventID] = queueFigures{st: st, now: now, at: q.Redis.Now()}
+	if old, ok := q.figures[eventID]; !ok || f.now.After(old.now) {
+		q.figures[eventID] = f
 	}
 }
 
@@ -110,12 +126,82 @@ func (q *Queue) freshFigures(eventID int64) (queueFigures, bool) {
 	return f, f.window(q.Redis.Now()) == f.window(f.at)
 }
 
-// forgetFigures drops the event's figures, after this instance admitted.
+// forgetFigures drops the event's figures, after this instance admitted,
+// and detaches the refresh under way, if any: it may have read the figures
+// before the admission, so they are not kept, and the polls that come
+// after start a refresh of their own.
 func (q *Queue) forgetFigures(eventID int64) {
 	q.mu.Lock()
 	delete(q.figures, eventID)
+	delete(q.flights, eventID)
+	if q.gens == nil {
+		q.gens = map[int64]uint64{}
+	}
+	q.gens[eventID]++
 	q.mu.Unlock()
 }
+
+// refreshFigures returns the event's figures of the current tick window,
+// reading them from Redis (one round trip: TIME and HGETALL of
+// queue:stats:{e}) only if no other poll of this instance is reading them:
+// a poll that finds a refresh under way waits for its answer, so the
+// instance reads an event's figures at most once per tick window, however
+// many polls arrive as the window starts or as its admission drops them.
+// ok is false when the read failed or ctx ended first; the caller then
+// answers with a round trip of its own (Positions).
+func (q *Queue) refreshFigures(ctx context.Context, eventID int64) (queueFigures, bool) {
+	q.mu.Lock()
+	if f, ok := q.figures[eventID]; ok && f.window(q.Redis.Now()) == f.window(f.at) {
+		q.mu.Unlock()
+		return f, true
+	}
+	if fl, ok := q.flights[eventID]; ok {
+		q.mu.Unlock()
+		select {
+		case <-fl.done:
+			return fl.f, fl.ok
+		case <-ctx.Done():
+			return queueFigures{}, false
+		}
+	}
+	fl, gen := &figuresFlight{done: make(chan struct{})}, q.gens[eventID]
+	if q.flights == nil {
+		q.flights = map[int64]*figuresFlight{}
+	}
+	q.flights[eventID] = fl
+	q.mu.Unlock()
+
+	// The read is not bound to the first poll's ctx: the polls waiting for
+	// it must not fail because that one gave up.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), figuresReadTimeout)
+	var (
+		timeCmd  *redis.TimeCmd
+		statsCmd *redis.MapStringStringCmd
+	)
+	_, err := q.Redis.Client.TxPipelined(rctx, func(p redis.Pipeliner) error {
+		timeCmd = p.Time(rctx)
+		statsCmd = p.HGetAll(rctx, q.statsKey(eventID))
+		return nil
+	})
+	cancel()
+	q.mu.Lock()
+	if err == nil {
+		fl.f, fl.ok = queueFigures{st: statsFromMap(statsCmd.Val()), now: timeCmd.Val(), at: q.Redis.Now()}, true
+		if q.gens[eventID] == gen {
+			q.keepLocked(eventID, fl.f)
+		}
+	}
+	if q.flights[eventID] == fl {
+		delete(q.flights, eventID)
+	}
+	q.mu.Unlock()
+	close(fl.done)
+	return fl.f, fl.ok
+}
+
+// figuresReadTimeout bounds one refresh of an event's figures, for the
+// polls that wait for it.
+const figuresReadTimeout = 2 * time.Second
 
 // tokenBytes is the entropy of an entry token: 128 bits from crypto/rand.
 const tokenBytes = 16
@@ -221,8 +307,14 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 // ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
 // the token expired) or ReasonNone.
 func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
-	if f, ok := q.freshFigures(eventID); ok && place.Sequence > f.st.head && place.Epoch == f.st.epoch && place.Epoch != "" {
-		return f.st.waiting(place.Sequence, f.now.Add(q.Redis.Now().Sub(f.at))), nil
+	if place.Epoch != "" && place.Sequence > 0 {
+		f, ok := q.freshFigures(eventID)
+		if !ok {
+			f, ok = q.refreshFigures(ctx, eventID)
+		}
+		if ok && place.Sequence > f.st.head && place.Epoch == f.st.epoch {
+			return f.st.waiting(place.Sequence, f.now.Add(q.Redis.Now().Sub(f.at))), nil
+		}
 	}
 	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: place.Epoch})
 	if err != nil {
