@@ -78,6 +78,7 @@ type Queue struct {
 // closed once f and ok are set) instead of reading Redis themselves.
 type figuresFlight struct {
 	done chan struct{}
+	gen  uint64 // figuresGen at the start
 	f    queueFigures
 	ok   bool
 }
@@ -97,33 +98,30 @@ func (f queueFigures) window(t time.Time) int64 {
 }
 
 // keepFigures keeps st, read at now on Redis's clock, as the event's figures
-// unless newer ones are kept.
-func (q *Queue) keepFigures(eventID int64, st queueStats, now time.Time) {
+// unless newer ones are kept or this instance admitted since gen
+// (figuresGen) was taken before the read; it returns the figures read.
+func (q *Queue) keepFigures(eventID int64, gen uint64, st queueStats, now time.Time) queueFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.keepLocked(eventID, queueFigures{st: st, now: now, at: q.Redis.Now()})
-}
-
-// keepLocked is keepFigures with q.mu held.
-func (q *Queue) keepLocked(eventID int64, f queueFigures) {
+	f := queueFigures{st: st, now: now, at: q.Redis.Now()}
+	if q.gens[eventID] != gen {
+		return f
+	}
 	if q.figures == nil {
 		q.figures = map[int64]queueFigures{}
 	}
-	if old, ok := q.figures[eventID]; !ok || f.now.After(old.now) {
+	if old, ok := q.figures[eventID]; !ok || now.After(old.now) {
 		q.figures[eventID] = f
 	}
+	return f
 }
 
-// freshFigures returns the event's figures if they were read in the current
-// tick window.
-func (q *Queue) freshFigures(eventID int64) (queueFigures, bool) {
+// figuresGen returns the number of times this instance admitted the event,
+// taken before a read of its figures.
+func (q *Queue) figuresGen(eventID int64) uint64 {
 	q.mu.Lock()
-	f, ok := q.figures[eventID]
-	q.mu.Unlock()
-	if !ok {
-		return f, false
-	}
-	return f, f.window(q.Redis.Now()) == f.window(f.at)
+	defer q.mu.Unlock()
+	return q.gens[eventID]
 }
 
 // forgetFigures drops the event's figures, after this instance admitted,
@@ -141,67 +139,52 @@ func (q *Queue) forgetFigures(eventID int64) {
 	q.mu.Unlock()
 }
 
-// refreshFigures returns the event's figures of the current tick window,
-// reading them from Redis (one round trip: TIME and HGETALL of
-// queue:stats:{e}) only if no other poll of this instance is reading them:
-// a poll that finds a refresh under way waits for its answer, so the
-// instance reads an event's figures at most once per tick window, however
-// many polls arrive as the window starts or as its admission drops them.
-// ok is false when the read failed or ctx ended first; the caller then
-// answers with a round trip of its own (Positions).
-func (q *Queue) refreshFigures(ctx context.Context, eventID int64) (queueFigures, bool) {
+// figuresFlight returns the event's figures of the current tick window if
+// this instance has them (ok); otherwise the refresh under way, which the
+// caller waits for, or a new one that the caller leads (lead): its read of
+// Redis lands the flight (land), and the polls that come meanwhile wait for
+// it instead of reading Redis themselves, so the instance reads an event's
+// figures at most once per tick window and once after each of its own
+// admissions, however many polls arrive together.
+func (q *Queue) figuresFlight(eventID int64) (f queueFigures, ok bool, fl *figuresFlight, lead bool) {
 	q.mu.Lock()
+	defer q.mu.Unlock()
 	if f, ok := q.figures[eventID]; ok && f.window(q.Redis.Now()) == f.window(f.at) {
-		q.mu.Unlock()
-		return f, true
+		return f, true, nil, false
 	}
 	if fl, ok := q.flights[eventID]; ok {
-		q.mu.Unlock()
-		select {
-		case <-fl.done:
-			return fl.f, fl.ok
-		case <-ctx.Done():
-			return queueFigures{}, false
-		}
+		return queueFigures{}, false, fl, false
 	}
-	fl, gen := &figuresFlight{done: make(chan struct{})}, q.gens[eventID]
+	fl = &figuresFlight{done: make(chan struct{}), gen: q.gens[eventID]}
 	if q.flights == nil {
 		q.flights = map[int64]*figuresFlight{}
 	}
 	q.flights[eventID] = fl
-	q.mu.Unlock()
+	return queueFigures{}, false, fl, true
+}
 
-	// The read is not bound to the first poll's ctx: the polls waiting for
-	// it must not fail because that one gave up.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), figuresReadTimeout)
-	var (
-		timeCmd  *redis.TimeCmd
-		statsCmd *redis.MapStringStringCmd
-	)
-	_, err := q.Redis.Client.TxPipelined(rctx, func(p redis.Pipeliner) error {
-		timeCmd = p.Time(rctx)
-		statsCmd = p.HGetAll(rctx, q.statsKey(eventID))
-		return nil
-	})
-	cancel()
+// land ends the flight with the figures its leader read (ok false: the
+// read failed, and each waiting poll reads for itself).
+func (q *Queue) land(eventID int64, fl *figuresFlight, f queueFigures, ok bool) {
 	q.mu.Lock()
-	if err == nil {
-		fl.f, fl.ok = queueFigures{st: statsFromMap(statsCmd.Val()), now: timeCmd.Val(), at: q.Redis.Now()}, true
-		if q.gens[eventID] == gen {
-			q.keepLocked(eventID, fl.f)
-		}
-	}
 	if q.flights[eventID] == fl {
 		delete(q.flights, eventID)
 	}
 	q.mu.Unlock()
+	fl.f, fl.ok = f, ok
 	close(fl.done)
-	return fl.f, fl.ok
 }
 
-// figuresReadTimeout bounds one refresh of an event's figures, for the
-// polls that wait for it.
-const figuresReadTimeout = 2 * time.Second
+// wait returns the flight's figures once it lands; ok is false if its read
+// failed or ctx ended first.
+func (fl *figuresFlight) wait(ctx context.Context) (queueFigures, bool) {
+	select {
+	case <-fl.done:
+		return fl.f, fl.ok
+	case <-ctx.Done():
+		return queueFigures{}, false
+	}
+}
 
 // tokenBytes is the entropy of an entry token: 128 bits from crypto/rand.
 const tokenBytes = 16
@@ -263,6 +246,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		// cannot forget a proof that Verify still takes
 		keys, proofUntil = append(keys, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
 	}
+	gen := q.figuresGen(eventID)
 	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
 		drawAt, r.Ticket, r.Rank, proofUntil).Slice()
 	if err != nil {
@@ -275,7 +259,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	seq := toInt64(res[1])
 	now := time.UnixMilli(toInt64(res[2]))
 	st := parseStats(res[3])
-	q.keepFigures(eventID, st, now)
+	q.keepFigures(eventID, gen, st, now)
 	if state == "joined" && q.Metrics != nil {
 		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
 	}
@@ -307,16 +291,19 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 // ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
 // the token expired) or ReasonNone.
 func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
+	var lead *figuresFlight
 	if place.Epoch != "" && place.Sequence > 0 {
-		f, ok := q.freshFigures(eventID)
-		if !ok {
-			f, ok = q.refreshFigures(ctx, eventID)
+		f, ok, fl, leads := q.figuresFlight(eventID)
+		if leads {
+			lead = fl
+		} else if fl != nil {
+			f, ok = fl.wait(ctx)
 		}
 		if ok && place.Sequence > f.st.head && place.Epoch == f.st.epoch {
 			return f.st.waiting(place.Sequence, f.now.Add(q.Redis.Now().Sub(f.at))), nil
 		}
 	}
-	m, err := q.Positions(ctx, eventID, map[int64]string{accountID: place.Epoch})
+	m, err := q.positions(ctx, eventID, map[int64]string{accountID: place.Epoch}, lead)
 	if err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
@@ -340,10 +327,20 @@ func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place bo
 // the session's epoch is not the queue's: Redis lost the line),
 // QueueExpired or QueueNotInQueue.
 func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]boxoffice.QueuePosition, error) {
-	out := make(map[int64]boxoffice.QueuePosition, len(fans))
 	if len(fans) == 0 {
-		return out, nil
+		return map[int64]boxoffice.QueuePosition{}, nil
 	}
+	return q.positions(ctx, eventID, fans, nil)
+}
+
+// positions is Positions for at least one fan; fl, if not nil, is the
+// refresh of the figures that this read leads, landed with its figures.
+func (q *Queue) positions(ctx context.Context, eventID int64, fans map[int64]string, fl *figuresFlight) (map[int64]boxoffice.QueuePosition, error) {
+	gen := q.figuresGen(eventID)
+	if fl != nil {
+		gen = fl.gen
+	}
+	out := make(map[int64]boxoffice.QueuePosition, len(fans))
 	ids := make([]int64, 0, len(fans))
 	members := make([]string, 0, len(fans))
 	for id := range fans {
@@ -364,11 +361,17 @@ func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]str
 		return nil
 	})
 	if err != nil {
+		if fl != nil {
+			q.land(eventID, fl, queueFigures{}, false)
+		}
 		return nil, fmt.Errorf("queue positions of event %d: %w", eventID, err)
 	}
 	now := timeCmd.Val()
 	st := statsFromMap(statsCmd.Val())
-	q.keepFigures(eventID, st, now)
+	f := q.keepFigures(eventID, gen, st, now)
+	if fl != nil {
+		q.land(eventID, fl, f, true)
+	}
 	seqs, lives := seqCmd.Val(), liveCmd.Val()
 	for i, id := range ids {
 		seq, live := int64(seqs[i]), int64(lives[i])
