@@ -285,9 +285,12 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 
 // Position returns where the account stands, as Positions does for one fan.
 // place is what the browser kept from Join (zero if nothing). When the
-// figures this instance read in the current tick window have place's epoch
-// and a head before its sequence, the fan is still waiting and the answer
-// comes from them, with no round trip; otherwise one round trip. Errors:
+// figures this instance read in the current tick window (or the read of
+// them another poll of this instance has under way, which this one waits
+// for: see figuresFlight) have place's epoch and a head before its
+// sequence, the fan is still waiting and the answer comes from them, with
+// no round trip; otherwise one round trip, which refreshes the figures for
+// the polls that wait for it. Errors:
 // ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
 // the token expired) or ReasonNone.
 func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
