@@ -250,36 +250,7 @@ func TestHolds_HoldBest_IndexAttacked(t *testing.T) {
 			}
 		}
 		// The rest sells out through best available alone.
-		next := base + int64(2*fans)
-		var nextMu sync.Mutex
-		newAcct := func() int64 {
-			nextMu.Lock()
-			defer nextMu.Unlock()
-			next++
-			return next
-		}
-		storetest.AtOnce(fans, func(int) {
-			acct, taken := newAcct(), 0
-			for q := 4; q >= 1; {
-				if limit-taken < q {
-					acct, taken = newAcct(), 0
-				}
-				res, err := env.holdBest(ev.ID, acct, "R", q)
-				switch boxoffice.ErrorCode(err) {
-				case "":
-					if len(res.Held) != q || !together(res.Held) {
-						t.Errorf("account %d asked %d together, got %v", acct, q, res.Held)
-					}
-					led.grant(acct, res.Held, false)
-					taken += q
-				case boxoffice.ENOTTOGETHER:
-					q /= 2
-				default:
-					t.Errorf("account %d best available: %v", acct, err)
-					return
-				}
-			}
-		})
+		env.sellOutThroughBest(t, ev.ID, fans, base+int64(2*fans), func(acct int64, held []string) { led.grant(acct, held, false) })
 		var missed []string
 		for _, s := range ev.R {
 			if _, ok := led.owner[s]; !ok && !led.blocked[s] {

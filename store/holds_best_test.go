@@ -35,6 +35,45 @@ func (env holdsEnv) holdRow(tb testing.TB, eventID int64, r, from, to int, acct 
 	return acct
 }
 
+// sellOutThroughBest has fans at once ask best available for grade R of
+// event: quartets, then pairs, then single seats, until none is left
+// together, each fan as a new account (numbered after after) whenever its
+// last has no room left under the limit. Each grant must be the quantity
+// asked, side by side; grant is told of it.
+func (env holdsEnv) sellOutThroughBest(t *testing.T, event int64, fans int, after int64, grant func(acct int64, held []string)) {
+	t.Helper()
+	next := after
+	var nextMu sync.Mutex
+	newAcct := func() int64 {
+		nextMu.Lock()
+		defer nextMu.Unlock()
+		next++
+		return next
+	}
+	storetest.AtOnce(fans, func(int) {
+		acct, taken := newAcct(), 0
+		for q := 4; q >= 1; {
+			if limit-taken < q {
+				acct, taken = newAcct(), 0
+			}
+			res, err := env.holdBest(event, acct, "R", q)
+			switch boxoffice.ErrorCode(err) {
+			case "":
+				if len(res.Held) != q || !together(res.Held) {
+					t.Errorf("account %d asked %d together, got %v", acct, q, res.Held)
+				}
+				grant(acct, res.Held)
+				taken += q
+			case boxoffice.ENOTTOGETHER:
+				q /= 2
+			default:
+				t.Errorf("account %d best available: %v", acct, err)
+				return
+			}
+		}
+	})
+}
+
 // together reports whether labels are seats of one row of one section with
 // consecutive numbers, in their order along the row.
 func together(labels []string) bool {
@@ -250,36 +289,7 @@ func TestHolds_HoldBest_Concurrent(t *testing.T) {
 
 		// The rest sells out through best available alone: fans ask for
 		// quartets, then pairs, then single seats, until none is left.
-		next := base + int64(2*fans)
-		var nextMu sync.Mutex
-		newAcct := func() int64 {
-			nextMu.Lock()
-			defer nextMu.Unlock()
-			next++
-			return next
-		}
-		storetest.AtOnce(fans, func(int) {
-			acct, taken := newAcct(), 0
-			for q := 4; q >= 1; {
-				if limit-taken < q {
-					acct, taken = newAcct(), 0
-				}
-				res, err := env.holdBest(ev.ID, acct, "R", q)
-				switch boxoffice.ErrorCode(err) {
-				case "":
-					if len(res.Held) != q || !together(res.Held) {
-						t.Errorf("account %d asked %d together, got %v", acct, q, res.Held)
-					}
-					grant(acct, res.Held, false)
-					taken += q
-				case boxoffice.ENOTTOGETHER:
-					q /= 2
-				default:
-					t.Errorf("account %d best available: %v", acct, err)
-					return
-				}
-			}
-		})
+		env.sellOutThroughBest(t, ev.ID, fans, base+int64(2*fans), func(acct int64, held []string) { grant(acct, held, false) })
 		if len(holder) != len(ev.R) {
 			t.Fatalf("round %d: %d of the grade's %d seats held after the sell-out", round, len(holder), len(ev.R))
 		}
