@@ -151,6 +151,24 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 		t.Errorf("dashboard counts %q events on sale, want 1", got)
 	}
 	screenshot(t, admin, "admin-dashboard")
+	// On a phone the dashboard (its links wrap), the venues and the audit log
+	// (their tables scroll in their own box) fit the screen in both languages.
+	must(t, "resize for the lists", admin.SetViewportSize(390, 844))
+	for _, lang := range []string{"en", "ko"} {
+		must(t, "set the language to "+lang, admin.Context().AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+		for _, p := range []struct{ path, testID, name string }{
+			{"/admin", "events-on-sale", "admin-dashboard"},
+			{"/admin/venues", "venues", "admin-venues"},
+			{"/admin/audit", "audit", "admin-audit"},
+		} {
+			_, err = admin.Goto(a.URL + p.path)
+			must(t, "open "+p.path+" on a phone", err)
+			must(t, "wait for "+p.testID, admin.GetByTestId(p.testID).WaitFor())
+			fitsPhone(t, admin, p.path+" in "+lang)
+			screenshot(t, admin, p.name+"-phone-"+lang)
+		}
+	}
+	must(t, "back to English", admin.Context().AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: "en", URL: playwright.String(a.URL)}}))
 
 	// A fan in another browser finds it on the home page.
 	fan := newPage(t)
