@@ -160,6 +160,25 @@ func TestHolds_HoldBest(t *testing.T) {
 			t.Errorf("the page's first form is %q, want the best-available form", first)
 		}
 	})
+
+	// The fan takes the rest of the account's 5 seats: one more is refused
+	// with left 0 and a sentence that says so, not "0 more seats".
+	t.Run("AtLimit", func(t *testing.T) {
+		resp := fan.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"2"}}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		for lang, want := range map[string]string{
+			"en": "You have already taken all the seats one account may have for this event.",
+			"ko": "이 공연에서 한 계정이 선택할 수 있는 좌석을 이미 모두 선택하셨습니다.",
+		} {
+			resp := fan.do("POST", holdsPath(e.ID), url.Values{"grade": {"R"}, "quantity": {"1"}}, "Accept: application/json", "Accept-Language: "+lang)
+			wantStatus(t, resp, http.StatusBadRequest)
+			var body map[string]any
+			decodeJSON(t, resp, &body)
+			if body["error"] != "bad_choice" || body["left"] != 0.0 || body["message"] != want {
+				t.Errorf("%s: body = %v, want bad_choice, left 0 and %q", lang, body, want)
+			}
+		}
+	})
 }
 
 // A refused best-available hold gives the grade's free seats (neither sold,

@@ -265,9 +265,13 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 		switch res[0] {
 		case "limit":
 			left := p.mine.Left(req.Limit)
+			msg := boxoffice.M("best_quantity_left", "Count", left)
+			if left == 0 {
+				msg = boxoffice.M("best_quantity_none")
+			}
 			p.err = &boxoffice.Error{
 				Code:    boxoffice.EBADCHOICE,
-				Msg:     boxoffice.M("best_quantity_left", "Count", left),
+				Msg:     msg,
 				Details: map[string]any{"left": left},
 			}
 			h.refuse(p.err)
