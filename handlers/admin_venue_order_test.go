@@ -78,6 +78,27 @@ func TestAdminVenues_SectionOrder(t *testing.T) {
 		}
 	})
 
+	// A wrong value does not hide an unknown or a repeated section.
+	t.Run("ErrInvalidSections", func(t *testing.T) {
+		form := url.Values{
+			"sections[0].name": {"A"}, "sections[0].rank": {""}, "sections[0].row_order": {"front"}, "sections[0].seat_order": {"edge"},
+			"sections[1].name": {"Z"}, "sections[1].rank": {"1"}, "sections[1].row_order": {"front"}, "sections[1].seat_order": {"stage"},
+			"sections[2].name": {"A"}, "sections[2].rank": {"3"}, "sections[2].row_order": {"front"}, "sections[2].seat_order": {"stage"},
+		}
+		resp := admin.do("POST", venue+"/order", form)
+		wantStatus(t, resp, http.StatusUnprocessableEntity)
+		d := doc(t, resp)
+		for id, want := range map[string]string{
+			"error-sections[0].seat_order": "the seat order “edge”",
+			"error-sections[1].rank":       "The seat map has no section Z.",
+			"error-sections[2].rank":       "Section A is named twice.",
+		} {
+			if got := testid(d, id); !strings.Contains(got, want) {
+				t.Errorf("%s = %q on the refused page, want %q", id, got, want)
+			}
+		}
+	})
+
 	t.Run("OK", func(t *testing.T) {
 		form := url.Values{
 			"sections[0].name": {"A"}, "sections[0].rank": {""}, "sections[0].row_order": {"front"}, "sections[0].seat_order": {"middle"},

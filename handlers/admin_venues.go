@@ -213,6 +213,8 @@ func (s *Server) handleAdminVenueOrder(c echo.Context) error {
 		} else if err := addFields(fields, err); err != nil {
 			return err
 		}
+	} else if err := s.addSectionFields(c.Request().Context(), id, orders, fields); err != nil {
+		return err
 	}
 	p, err := s.venuePage(c)
 	if err != nil {
@@ -220,6 +222,23 @@ func (s *Server) handleAdminVenueOrder(c echo.Context) error {
 	}
 	p.Orders, p.OrderErrors = typed, views.SayFields(c.Request().Context(), fields)
 	return render(c, http.StatusUnprocessableEntity, views.AdminVenue(p))
+}
+
+// addSectionFields adds to fields, the reasons a form's values are wrong,
+// those of orders naming a section the venue's map does not have or one
+// named twice (the reasons SetSectionOrders gives when every value is
+// right), so that the refused page names them all at once. Errors:
+// ENOTFOUND.
+func (s *Server) addSectionFields(ctx context.Context, venueID int64, orders []boxoffice.SectionOrder, fields map[string]boxoffice.Msg) error {
+	stored, err := s.Venues.SectionOrders(ctx, venueID)
+	if err != nil {
+		return err
+	}
+	sections := make(map[string]bool, len(stored))
+	for _, o := range stored {
+		sections[o.Section] = true
+	}
+	return addFields(fields, boxoffice.ValidateSectionOrders(orders, sections))
 }
 
 // formSectionOrders reads the order form's sections (up to maxFormRows),
