@@ -47,7 +47,8 @@ var refusals = map[string]bool{
 // still hold ("left"), or "seat" with "grade". htmx: the hold panel with a
 // notice, at the same status. A form: 303 back to the seat map (to the list
 // of the form's "section", or of the held seats' section; after a refused
-// best-available hold, of the grade's first section) with the notice as a
+// best-available hold, of the grade's first section, or the map's first
+// section for an unknown grade) with the notice as a
 // flash. A "section" that is not a section of the map: 400, and nothing is
 // held.
 func (s *Server) handleHold(c echo.Context) error {
@@ -92,7 +93,12 @@ func (s *Server) handleHold(c echo.Context) error {
 		// Back to the list of the seats held, or after a refusal to a list
 		// of the grade's seats, where the fan may choose by hand.
 		if seats = res.Held; len(seats) == 0 {
-			section = es.view(e).SectionOfGrade(form.Get("grade"))
+			m := es.view(e)
+			if section = m.SectionOfGrade(form.Get("grade")); section == "" && len(m.Sections) > 0 {
+				// A grade the event does not have: the first section's
+				// list, which shows the notice (the shared map cannot).
+				section = m.Sections[0].Name
+			}
 		}
 	}
 	return s.holdChanged(c, e, es, mine, notice, err, section, seats)

@@ -129,6 +129,17 @@ func TestHolds_HoldBest(t *testing.T) {
 		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "Choose from 1 to 5 seats") {
 			t.Errorf("notice = %q, want the refusal", notice.Text())
 		}
+		// An unknown grade has no section: the map's first section's list
+		// shows the refusal (the shared map page shows no notice).
+		resp = c.do("POST", holdsPath(e.ID), url.Values{"grade": {"Z"}, "quantity": {"1"}})
+		wantStatus(t, resp, http.StatusSeeOther)
+		if loc := resp.Header.Get("Location"); loc != seatsPath(e.ID)+"?section=A#pick" {
+			t.Errorf("Location = %q after an unknown grade, want the list of the map's first section", loc)
+		}
+		notice = doc(t, c.do("GET", resp.Header.Get("Location"), nil)).Find(`[data-testid=hold-notice]`)
+		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "Please choose one of this event's grades.") {
+			t.Errorf("notice = %q after an unknown grade, want the refusal", notice.Text())
+		}
 	})
 
 	t.Run("HTMX", func(t *testing.T) {
