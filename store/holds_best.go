@@ -12,10 +12,19 @@ import (
 	"github.com/boxoffice/boxoffice"
 )
 
-// bestWindowSeats is about how many seats one run of hold_best.lua
-// considers (whole runs, at least one): the script's cost is bounded by it,
-// however large the venue.
+// bestWindowSeats is about how many seats the first run of hold_best.lua
+// of a pass considers (whole runs, at least one): a pick's cost in the
+// common case is bounded by it, however large the venue.
 const bestWindowSeats = 64
+
+// bestWindowMaxSeats bounds the windows of a pass that goes on: each window
+// after one with no block (its seats held) has twice the seats of the one
+// before, up to this many, so that a pass through a grade whose seats are
+// all held (near the sell-out: held seats keep their runs in the index)
+// takes a few round trips, not one per 64 seats. It bounds how long one
+// script keeps Redis busy (a window of 500 seats: about 2 ms a round trip
+// on the development machine, 1,000 seats: 9 to 15 ms).
+const bestWindowMaxSeats = 512
 
 // bestListed is how many runs of the index a reply of hold_best.lua names
 // at most: more than a window holds, so that the next window is made of
@@ -109,7 +118,9 @@ type bestHintKey struct {
 // bestHintMaxAge), so that a pick costs one round trip and touches only
 // those rows in the common case; when they hold no block (their seats are
 // held) it goes on through the runs the index lists, a window per round
-// trip. The first pick of a grade and quantity after Redis lost the index
+// trip, each twice the seats of the one before up to bestWindowMaxSeats
+// (so a pass through a grade whose seats are all held takes a few round
+// trips, however large the grade). The first pick of a grade and quantity after Redis lost the index
 // builds it (two round trips more).
 //
 // Errors (*boxoffice.Error): ENOENTRYTOKEN; EBADCHOICE for a grade with no
@@ -182,23 +193,25 @@ type bestPass struct {
 // bestCursor walks a pass's runs: the ranks from start to the last, then
 // those before start. Pos is the next rank to consider and end the end of
 // the current part; listed are the runs from pos on that the index listed
-// (all of them unless more), known or not.
+// (all of them unless more), known or not; seats is about how many seats
+// the next window has (bestWindowSeats to bestWindowMaxSeats).
 type bestCursor struct {
 	pos, end int
 	wrapped  bool
 	listed   []int
 	more     bool
 	known    bool
+	seats    int
 }
 
-// window returns the next runs to send (about bestWindowSeats seats): those
-// the index listed when it is known, else runs in order; none when the
-// current part is done.
+// window returns the next runs to send (about c.seats seats): those the
+// index listed when it is known, else runs in order; none when the current
+// part is done.
 func (c *bestCursor) window(runs []seatRun) []int {
 	var w []int
 	n := 0
 	add := func(r int) bool {
-		if len(w) > 0 && n+len(runs[r].labels) > bestWindowSeats {
+		if len(w) > 0 && n+len(runs[r].labels) > c.seats {
 			return false
 		}
 		w, n = append(w, r), n+len(runs[r].labels)
@@ -230,7 +243,7 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 	var p bestPass
 	hint := h.bestHintFor(k)
 	start := hint.run
-	c := bestCursor{pos: start, end: len(runs), listed: hint.listed, more: hint.more, known: hint.listed != nil}
+	c := bestCursor{pos: start, end: len(runs), listed: hint.listed, more: hint.more, known: hint.listed != nil, seats: bestWindowSeats}
 	var first bestHint // the index's runs from start on, as the first reply listed them
 	built := false
 	for {
@@ -239,7 +252,7 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 			if c.wrapped || start == 0 {
 				break
 			}
-			c = bestCursor{pos: 0, end: start, wrapped: true}
+			c = bestCursor{pos: 0, end: start, wrapped: true, seats: c.seats}
 			continue
 		}
 		res, err := h.holdBestWindow(ctx, req, quantity, k, runs, window)
@@ -301,6 +314,7 @@ func (h *Holds) bestPass(ctx context.Context, req boxoffice.HoldRequest, quantit
 		p.left += int(toInt64(res[4]))
 		p.strands = p.strands || toInt64(res[5]) == 1
 		c.pos, c.listed, c.more, c.known = window[len(window)-1]+1, listed, more, true
+		c.seats = min(2*c.seats, bestWindowMaxSeats)
 		next := bestHint{run: c.pos % len(runs)}
 		if c.pos < len(runs) {
 			next.listed, next.more = listed, more
