@@ -122,15 +122,24 @@ func (s *Server) holdBest(ctx context.Context, req boxoffice.HoldRequest, form u
 	return res, err
 }
 
+// gradeLeftWait is how long a not_together answer waits for EventPages to
+// reload an expired copy of the event before it takes the last copy: the
+// reload reads PostgreSQL, whose pool the paying fans keep busy near the
+// sell-out (a quick load test's not_together answers waited 5.5 s for it).
+const gradeLeftWait = 100 * time.Millisecond
+
 // gradeLeft returns a best-available refusal (ENOTTOGETHER, notTogether)
 // whose Details["left"] and sentence give the free seats of the grade (seats
 // neither sold, blocked nor held, Grade.SeatsLeft) as EventPages shares them
 // per event: as of at most its TTL ago (a second as served), at no Redis
-// round trip or query for the request unless that copy has expired. The
+// round trip or query for the request unless that copy has expired, and
+// then waiting at most gradeLeftWait for the reload (else the last copy). The
 // store's own figure counts only the runs its search read, far fewer near
 // the sell-out. With none left the sentence says so (best_none_left). When
 // the event's figures cannot be read, notTogether is returned as it is.
 func (s *Server) gradeLeft(ctx context.Context, eventID int64, grade string, quantity int, notTogether error) error {
+	ctx, cancel := context.WithTimeout(ctx, gradeLeftWait)
+	defer cancel()
 	e, err := s.EventPages.Event(ctx, eventID)
 	if err != nil {
 		return notTogether

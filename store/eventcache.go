@@ -39,8 +39,10 @@ type cachedEvent struct {
 // TTL. A "not found" answer is cached too, so unknown ids cannot hammer the
 // database. When a reload fails (PostgreSQL is down), the last copy is
 // served instead, so that holds keep working from Redis through an outage.
-// Errors: ENOTFOUND, or the store's error when there is no copy at all. The
-// returned event is shared: callers must not modify it.
+// A caller whose ctx ends while it waits for a reload gets the last copy
+// too (the reload goes on for the others). Errors: ENOTFOUND, the store's
+// error or ctx's when there is no copy at all. The returned event is
+// shared: callers must not modify it.
 func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, error) {
 	now := c.now()
 	c.mu.Lock()
@@ -49,7 +51,7 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 	if ok && now.Sub(e.at) < c.ttl() {
 		return e.event, e.err
 	}
-	v, err, _ := c.loads.Do(strconv.FormatInt(id, 10), func() (any, error) {
+	ch := c.loads.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
 		ev, err := c.load(context.WithoutCancel(ctx), id)
 		if err == nil || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
 			c.mu.Lock()
@@ -61,6 +63,14 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 		}
 		return ev, err
 	})
+	var v any
+	var err error
+	select {
+	case r := <-ch:
+		v, err = r.Val, r.Err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	if err != nil && ok && e.err == nil && boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
 		return e.event, nil
 	}

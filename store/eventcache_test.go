@@ -106,3 +106,59 @@ func TestEventCache_Event_Outage(t *testing.T) {
 		t.Fatal("an event never loaded came back during the outage")
 	}
 }
+
+// stuckEvents loads the event once; every later load waits for release, as
+// one queued behind a busy PostgreSQL pool does.
+type stuckEvents struct {
+	*store.Events
+	loads   atomic.Int32
+	release chan struct{}
+}
+
+func (s *stuckEvents) FindEventByID(ctx context.Context, id int64) (*boxoffice.Event, error) {
+	if s.loads.Add(1) > 1 {
+		<-s.release
+	}
+	return s.Events.FindEventByID(ctx, id)
+}
+
+// Callers whose ctx ends while a reload is stuck get the last copy, or
+// ctx's error when there is none; those who wait get the reload's copy.
+func TestEventCache_Event_WaitEnds(t *testing.T) {
+	t.Parallel()
+	db := storetest.MustOpenDB(t)
+	ev := newHoldEvent(t, db, 2)
+	events := &stuckEvents{Events: &store.Events{DB: db}, release: make(chan struct{})}
+	c := &store.EventCache{Events: events, TTL: time.Nanosecond}
+	first, err := c.Event(context.Background(), ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if got, err := c.Event(ctx, ev.ID); err != nil || got != first {
+				t.Errorf("ended wait: Event = %p, %v; want the last copy %p", got, err, first)
+			}
+			if _, err := c.Event(ctx, ev.ID+1); !errors.Is(err, context.Canceled) {
+				t.Errorf("ended wait for an event never loaded: %v, want %v", err, context.Canceled)
+			}
+		})
+	}
+	wg.Wait()
+	done := make(chan *boxoffice.Event)
+	go func() {
+		got, err := c.Event(context.Background(), ev.ID)
+		if err != nil {
+			t.Errorf("waiting caller: %v", err)
+		}
+		done <- got
+	}()
+	close(events.release)
+	if got := <-done; got == nil || got == first || got.ID != ev.ID {
+		t.Errorf("waiting caller got %p, want the reloaded event (not %p)", got, first)
+	}
+}
