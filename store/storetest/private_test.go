@@ -39,6 +39,7 @@ func TestPrivateServers(t *testing.T) {
 		t.Fatal("Ping succeeded with the private PostgreSQL stopped")
 	}
 	p.Start()
+	db.Pool.Reset() // the pool's other idle connections died with the server
 	var n int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM account`).Scan(&n); err != nil {
 		t.Fatalf("query after the restart: %v", err)
