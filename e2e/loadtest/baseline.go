@@ -24,8 +24,9 @@ func serveEcho(addr string) error {
 }
 
 // echoBaseline starts the echo server process and measures it
-// (httpBaseline). The process ends with the measurement.
-func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
+// (httpBaseline), with meter's server set to it. The process ends with the
+// measurement.
+func echoBaseline(ctx context.Context, cfg Config, ui *UI, meter *CPUMeter) ([]Stats, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -41,6 +42,8 @@ func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
 		return nil, err
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	meter.setServers(cmd.Process.Pid)
+	defer meter.setServers()
 	url := "http://" + addr + "/ping"
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := http.Get(url); err == nil {
@@ -51,13 +54,14 @@ func echoBaseline(ctx context.Context, cfg Config, ui *UI) ([]Stats, error) {
 			return nil, fmt.Errorf("the echo baseline server did not start")
 		}
 	}
-	return httpBaseline(ctx, cfg, ui, "echo", url), nil
+	return httpBaseline(ctx, cfg, ui, meter, "echo", url), nil
 }
 
 // httpBaseline measures GET url, which answers 200, with the generator and
 // connection count of the phases: a closed loop for the peak rate, then the
-// open loop's rates; its steps are named after name.
-func httpBaseline(ctx context.Context, cfg Config, ui *UI, name, url string) []Stats {
+// open loop's rates; its steps are named after name, and meter measures
+// the CPU of each.
+func httpBaseline(ctx context.Context, cfg Config, ui *UI, meter *CPUMeter, name, url string) []Stats {
 	client := newClient(cfg.Conns)
 	defer client.CloseIdleConnections()
 	ping := func(ctx context.Context, _ int) string {
@@ -65,12 +69,12 @@ func httpBaseline(ctx context.Context, cfg Config, ui *UI, name, url string) []S
 		return kind(a, err, http.StatusOK)
 	}
 	var out []Stats
-	rec := newRecorder(fmt.Sprintf("%s closed loop, %d connections", name, cfg.Conns), ui.Bar("baseline: "+name+", closed loop", -1))
+	rec := newRecorder(fmt.Sprintf("%s closed loop, %d connections", name, cfg.Conns), ui.Bar("baseline: "+name+", closed loop", -1)).measureCPU(ctx, meter, "")
 	ClosedLoop(ctx, cfg.Conns, Counter(-1, time.Now().Add(cfg.BaselineDuration)), rec, ping)
 	ui.Done()
 	out = append(out, rec.Stats())
 	for _, rate := range cfg.Rates {
-		rec := newRecorder(fmt.Sprintf("%s open loop, %d/s offered", name, rate), ui.Bar(fmt.Sprintf("baseline: %s at %d/s", name, rate), int64(float64(rate)*cfg.OpenDuration.Seconds())))
+		rec := newRecorder(fmt.Sprintf("%s open loop, %d/s offered", name, rate), ui.Bar(fmt.Sprintf("baseline: %s at %d/s", name, rate), int64(float64(rate)*cfg.OpenDuration.Seconds()))).measureCPU(ctx, meter, "")
 		OpenLoop(ctx, float64(rate), cfg.OpenDuration, cfg.MaxInFlight, rec, ping)
 		ui.Done()
 		out = append(out, rec.Stats())
@@ -86,8 +90,9 @@ return redis.call('ZSCORE', KEYS[2], ARGV[1])`
 
 // redisBaseline measures the Redis ceiling with go-redis, conc clients in a
 // closed loop for d each: SET, ZADD and EVAL of a join-shaped script. Its
-// keys live under prefix and are deleted at the end.
-func redisBaseline(ctx context.Context, cfg Config, rdb redis.UniversalClient, prefix string, ui *UI) ([]Stats, error) {
+// keys live under prefix and are deleted at the end; meter measures the
+// CPU of each.
+func redisBaseline(ctx context.Context, cfg Config, rdb redis.UniversalClient, prefix string, ui *UI, meter *CPUMeter) ([]Stats, error) {
 	script := redis.NewScript(baselineScript)
 	if err := script.Load(ctx, rdb).Err(); err != nil {
 		return nil, fmt.Errorf("redis baseline: %w", err)
@@ -111,7 +116,7 @@ func redisBaseline(ctx context.Context, cfg Config, rdb redis.UniversalClient, p
 	}
 	var out []Stats
 	for _, o := range ops {
-		rec := newRecorder("Redis "+o.name, ui.Bar("baseline: Redis "+o.name, -1))
+		rec := newRecorder("Redis "+o.name, ui.Bar("baseline: Redis "+o.name, -1)).measureCPU(ctx, meter, "")
 		ClosedLoop(ctx, cfg.Conns, Counter(-1, time.Now().Add(cfg.BaselineDuration)), rec, func(ctx context.Context, i int) string {
 			if err := o.op(ctx, i); err != nil {
 				return errKind(err)

@@ -53,8 +53,10 @@ type Bench struct {
 	soldOut bool // every seat was sold
 	// streamsOpen counts the streams bench-sse opened.
 	streamsOpen int
-	profiles    map[string]string
-	profMu      sync.Mutex
+	// cpu measures where the machine's CPU goes in the measured steps.
+	cpu      *CPUMeter
+	profiles map[string]string
+	profMu   sync.Mutex
 }
 
 // notAvailable is a phase's status when the binary lacks its endpoint.
@@ -69,10 +71,11 @@ func (b *Bench) url(format string, args ...any) string {
 
 // setUp is phase 1: a fresh database seeded with the demo, the fans'
 // accounts (COPY) and the server started, then the fans' sessions written
-// into its Redis (the bench-only path, setup.go).
-func setUp(ctx context.Context, cfg Config, ui *UI, rdb redis.UniversalClient) (*Bench, *Phase, error) {
+// into its Redis (the bench-only path, setup.go). meter measures the CPU
+// of the measured steps, with the instances as the server.
+func setUp(ctx context.Context, cfg Config, ui *UI, rdb redis.UniversalClient, meter *CPUMeter) (*Bench, *Phase, error) {
 	p := newPhase("1. Set-up")
-	b := &Bench{cfg: cfg, ui: ui, rdb: rdb, client: newClient(cfg.Conns), profiles: map[string]string{}}
+	b := &Bench{cfg: cfg, ui: ui, rdb: rdb, client: newClient(cfg.Conns), profiles: map[string]string{}, cpu: meter}
 	dsn, err := newDatabase(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, nil, err
@@ -125,9 +128,15 @@ func setUp(ctx context.Context, cfg Config, ui *UI, rdb redis.UniversalClient) (
 		if b.front, err = startNginx(ctx, frontAddr, upstreams, filepath.Join(cfg.Out, "nginx")); err != nil {
 			return b, nil, err
 		}
+		meter.setNginx(b.front.cmd.Process.Pid)
 		b.base = "http://" + frontAddr
 		p.figure("instances", fmt.Sprintf("%d instances behind nginx at %s", cfg.Instances, b.base), float64(cfg.Instances))
 	}
+	pids := []int{b.srv.Pid()}
+	for _, s := range b.others {
+		pids = append(pids, s.Pid())
+	}
+	meter.setServers(pids...)
 	t = time.Now()
 	if err := writeSessions(ctx, rdb, prefix, all, boxoffice.RoleFan); err != nil {
 		return b, nil, err
@@ -288,7 +297,8 @@ func (b *Bench) joinStorm(ctx context.Context) *Phase {
 	// session from Redis and keeps a copy; the joins then find the session
 	// in the copy (the steady state).
 	pageURL := b.url("/events/%d", b.sale.EventID)
-	pages := newRecorder(fmt.Sprintf("GET /events/{id}, closed loop, %d connections: each fan's first request (the session read from Redis)", b.cfg.Conns), b.ui.Bar("join storm: event pages", int64(n)))
+	pages := newRecorder(fmt.Sprintf("GET /events/{id}, closed loop, %d connections: each fan's first request (the session read from Redis)", b.cfg.Conns), b.ui.Bar("join storm: event pages", int64(n))).
+		measureCPU(ctx, b.cpu, "event pages (each fan's first request)")
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), pages, func(ctx context.Context, i int) string {
 		a, err := browse(ctx, b.client, http.MethodGet, pageURL, b.fans[i], nil)
 		return kind(a, err, http.StatusOK)
@@ -296,7 +306,8 @@ func (b *Bench) joinStorm(ctx context.Context) *Phase {
 	b.addStep(p, pages)
 	est := min(max(time.Duration(float64(n)/5000*float64(time.Second)), time.Second), 10*time.Second)
 	prof := b.startProfile(ctx, "joins-closed-loop", est)
-	rec := newRecorder(fmt.Sprintf("closed loop, %d connections: each fan joins once, after its event page", b.cfg.Conns), b.ui.Bar("join storm: closed loop", int64(n)))
+	rec := newRecorder(fmt.Sprintf("closed loop, %d connections: each fan joins once, after its event page", b.cfg.Conns), b.ui.Bar("join storm: closed loop", int64(n))).
+		measureCPU(ctx, b.cpu, "joins, closed loop")
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), rec, join)
 	st := b.addStep(p, rec)
 	prof()
@@ -304,7 +315,8 @@ func (b *Bench) joinStorm(ctx context.Context) *Phase {
 	for _, rate := range b.cfg.Rates {
 		prof := b.startProfile(ctx, fmt.Sprintf("joins-open-loop-%d", rate), b.cfg.OpenDuration)
 		rec := newRecorder(fmt.Sprintf("open loop, %d/s offered: fans join again", rate),
-			b.ui.Bar(fmt.Sprintf("join storm: open loop at %d/s", rate), int64(float64(rate)*b.cfg.OpenDuration.Seconds())))
+			b.ui.Bar(fmt.Sprintf("join storm: open loop at %d/s", rate), int64(float64(rate)*b.cfg.OpenDuration.Seconds()))).
+			measureCPU(ctx, b.cpu, fmt.Sprintf("joins, open loop at %d/s", rate))
 		OpenLoop(ctx, float64(rate), b.cfg.OpenDuration, b.cfg.MaxInFlight, rec, join)
 		b.addStep(p, rec)
 		prof()
@@ -457,7 +469,8 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	if polls {
 		est := min(max(time.Duration(float64(n)/float64(b.cfg.AdmitRate)*float64(time.Second)), time.Second), 10*time.Second)
 		prof := b.startProfile(ctx, "polls", est)
-		rec := newRecorder(fmt.Sprintf("position polls, closed loop, %d connections", b.cfg.Conns), b.ui.Bar("waiting: position polls", -1))
+		rec := newRecorder(fmt.Sprintf("position polls, closed loop, %d connections", b.cfg.Conns), b.ui.Bar("waiting: position polls", -1)).
+			measureCPU(ctx, b.cpu, "position polls")
 		ClosedLoop(ctx, b.cfg.Conns, next, rec, poll)
 		b.addStep(p, rec)
 		prof()
@@ -526,21 +539,38 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 // seatMaps is the waiting phase's seat-map step: each polling fan (a share
 // of them: -admitted-map-share) loads the seat map page as a browser does
 // the moment its poll shows it admitted, so at the admission rate: cold (no copy of the page), then warm (If-None-Match
-// with the page's ETag, when it has one), both with Accept-Encoding: gzip,
-// as browsers send it (the body is read as sent, not decoded). The loads run
-// on workers of their own beside the polls, as fans' browsers do.
+// with the page's ETag, when it has one), both with Chromium's
+// Accept-Encoding (pageEncodings; the body is read as sent, not decoded,
+// and the encodings the answers came in are counted). The loads run on
+// workers of their own beside the polls, as fans' browsers do.
 type seatMaps struct {
 	b          *Bench
 	url        string
 	queue      chan int
 	cold, warm *Recorder
 	etags      atomic.Int64 // cold answers with an ETag
-	gzipped    atomic.Int64 // cold answers sent gzipped
 	coldBytes  atomic.Int64 // bodies of cold answers, as sent
 	workers    sync.WaitGroup
 
 	mu     sync.Mutex
 	copies []pageCopy // the fans whose browser has the page, with its ETag
+	// encodings counts the 200 answers, cold and warm, by Content-Encoding
+	// ("identity" when none).
+	encodings map[string]int
+}
+
+// countEncoding counts a 200 answer's Content-Encoding.
+func (m *seatMaps) countEncoding(a answer) {
+	if a.Status != http.StatusOK {
+		return
+	}
+	enc := a.Header.Get("Content-Encoding")
+	if enc == "" {
+		enc = "identity"
+	}
+	m.mu.Lock()
+	m.encodings[enc]++
+	m.mu.Unlock()
 }
 
 // pageCopy is a fan's copy of the seat map page: its ETag.
@@ -553,8 +583,10 @@ type pageCopy struct {
 // connections, at least one).
 func (b *Bench) startSeatMaps(ctx context.Context) *seatMaps {
 	m := &seatMaps{
-		b: b, url: b.url("/events/%d/seats", b.sale.EventID), queue: make(chan int, len(b.fans)),
-		cold: newRecorder("GET /events/{id}/seats (the arena's seat map page, cold), each fan as its admission shows", nil),
+		b: b, url: b.url("/events/%d/seats", b.sale.EventID), queue: make(chan int, len(b.fans)), encodings: map[string]int{},
+		// The cold loads run beside the polls: their CPU is the polls' and theirs.
+		cold: newRecorder("GET /events/{id}/seats (the arena's seat map page, cold), each fan as its admission shows", nil).
+			measureCPU(ctx, b.cpu, "seat map page, cold, beside the position polls"),
 		warm: newRecorder("GET /events/{id}/seats again, If-None-Match (warm)", nil),
 	}
 	for range max(b.cfg.Conns/4, 1) {
@@ -576,13 +608,11 @@ func (m *seatMaps) load(i int) { m.queue <- i }
 func (m *seatMaps) fetch(ctx context.Context, f *Fan) {
 	var etag string
 	m.cold.Time(func() string {
-		a, err := send(ctx, m.b.client, http.MethodGet, m.url, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: gzip")
+		a, err := send(ctx, m.b.client, http.MethodGet, m.url, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: "+pageEncodings)
 		if err == nil && a.Status == http.StatusOK {
 			etag = a.Header.Get("ETag")
 			m.coldBytes.Add(int64(len(a.Body)))
-			if a.Header.Get("Content-Encoding") == "gzip" {
-				m.gzipped.Add(1)
-			}
+			m.countEncoding(a)
 		}
 		return kind(a, err, http.StatusOK)
 	})
@@ -595,6 +625,7 @@ func (m *seatMaps) fetch(ctx context.Context, f *Fan) {
 	m.mu.Unlock()
 	m.warm.Time(func() string {
 		a, err := revalidate(ctx, m.b.client, m.url, f, etag)
+		m.countEncoding(a)
 		return kind(a, err, http.StatusNotModified)
 	})
 }
@@ -618,9 +649,10 @@ func (m *seatMaps) finish(ctx context.Context, p *Phase) {
 	}
 	m.b.addStep(p, m.cold)
 	if n := m.cold.Count(); n > 0 {
-		p.note(fmt.Sprintf("seat map, cold: %.0f KB a page as sent on average, %d of %d answers gzipped, %d with an ETag",
-			float64(m.coldBytes.Load())/1024/float64(n), m.gzipped.Load(), n, m.etags.Load()))
+		p.note(fmt.Sprintf("seat map, cold: %.0f KB a page as sent on average, %d of %d answers with an ETag",
+			float64(m.coldBytes.Load())/1024/float64(n), m.etags.Load(), n))
 	}
+	defer func() { p.note(m.encodingNote()) }()
 	if m.warm.Count() == 0 {
 		p.note("seat map, warm: not measured: the seat map page has no ETag to revalidate")
 		return
@@ -629,14 +661,33 @@ func (m *seatMaps) finish(ctx context.Context, p *Phase) {
 	b, n := m.b, len(m.copies)*seatMapWarmRounds
 	prof := b.startProfile(ctx, "seatmap", min(max(time.Duration(n/2000)*time.Second, time.Second), 10*time.Second))
 	rec := newRecorder(fmt.Sprintf("GET /events/{id}/seats warm, If-None-Match, closed loop, %d connections: each fan with the page %d times", b.cfg.Conns, seatMapWarmRounds),
-		b.ui.Bar("waiting: seat map, warm, closed loop", int64(n)))
+		b.ui.Bar("waiting: seat map, warm, closed loop", int64(n))).
+		measureCPU(ctx, b.cpu, "seat map page, warm, closed loop")
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, time.Time{}), rec, func(ctx context.Context, i int) string {
 		c := m.copies[i%len(m.copies)]
 		a, err := revalidate(ctx, b.client, m.url, c.fan, c.etag)
+		m.countEncoding(a)
 		return kind(a, err, http.StatusNotModified)
 	})
 	b.addStep(p, rec)
 	prof()
+}
+
+// encodingNote says what the seat map pages asked for and in which
+// encodings the 200 answers came.
+func (m *seatMaps) encodingNote() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var parts []string
+	for enc, n := range m.encodings {
+		parts = append(parts, fmt.Sprintf("%s %d", enc, n))
+	}
+	slices.Sort(parts)
+	if len(parts) == 0 {
+		parts = []string{"none"}
+	}
+	return fmt.Sprintf("seat map pages asked with Accept-Encoding: %s (Chromium's); the 200 answers, cold and warm, came as: %s",
+		pageEncodings, strings.Join(parts, ", "))
 }
 
 // reportAdmissions adds the admissions per second to p: the achieved rate

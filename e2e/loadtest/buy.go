@@ -313,7 +313,8 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	n := len(b.fans)
 	holding := make([]bool, n)
 	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan who tried, races included)", b.cfg.Conns),
-		b.ui.Bar("holding: fans", int64(n)))
+		b.ui.Bar("holding: fans", int64(n))).
+		measureCPU(ctx, b.cpu, "fans holding (buying loop)")
 	prof := b.startProfile(ctx, "holding", min(b.cfg.BuyTimeout, 5*time.Second))
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, deadline), holders, func(ctx context.Context, i int) string {
 		k := b.hold(ctx, b.fans[i], view, recs, &tot, hasSeats)
@@ -340,7 +341,8 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 			}
 		}
 		buyers := newRecorder(fmt.Sprintf("fans paying, closed loop, %d connections (order, pay, confirmation, order page)", b.cfg.Conns),
-			b.ui.Bar("paying: fans", int64(len(payers))))
+			b.ui.Bar("paying: fans", int64(len(payers)))).
+			measureCPU(ctx, b.cpu, "fans paying")
 		prof := b.startProfile(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
 		pool0, poolErr := b.poolCounters(ctx)
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {

@@ -63,11 +63,16 @@ func browse(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, 
 	return send(ctx, c, method, rawURL, f, form, "text/html,application/xhtml+xml")
 }
 
+// pageEncodings is the Accept-Encoding Chromium sends with a page's GET
+// over plain HTTP on loopback (brotli and zstd included: Chromium offers
+// them to localhost as to HTTPS sites).
+const pageEncodings = "gzip, deflate, br, zstd"
+
 // revalidate sends a browser's GET of a page it holds a copy of: with
 // If-None-Match etag, to which the server may answer 304 Not Modified, and
-// Accept-Encoding: gzip (a body is read as sent).
+// Chromium's Accept-Encoding (a body is read as sent).
 func revalidate(ctx context.Context, c *http.Client, rawURL string, f *Fan, etag string) (answer, error) {
-	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "If-None-Match: "+etag, "Accept-Encoding: gzip")
+	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "If-None-Match: "+etag, "Accept-Encoding: "+pageEncodings)
 }
 
 func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, form url.Values, accept string, headers ...string) (answer, error) {

@@ -44,12 +44,30 @@ type Recorder struct {
 	s     []sample
 	last  time.Time // when the last request ended
 	bar   *progressbar.ProgressBar
+	cpu   *cpuWindow // nil: the step's CPU is not measured
+	split *CPUSplit  // the step's CPU, once Stats measured it
 }
 
 // newRecorder starts a step named name now; bar (nil for none) advances by
 // one per request.
 func newRecorder(name string, bar *progressbar.ProgressBar) *Recorder {
 	return &Recorder{Name: name, start: time.Now(), bar: bar}
+}
+
+// measureCPU measures where the machine's CPU goes from now to the first
+// Stats, under label in the report (the step's name when ""); with a nil
+// meter it does nothing. Call it before the step's first request: the
+// step's clock starts again after the snapshot.
+func (r *Recorder) measureCPU(ctx context.Context, m *CPUMeter, label string) *Recorder {
+	if m == nil {
+		return r
+	}
+	if label == "" {
+		label = r.Name
+	}
+	r.cpu = m.start(ctx, label)
+	r.start = time.Now()
+	return r
 }
 
 // add records a request that was due or sent at t and ended now (nothing
@@ -169,6 +187,8 @@ type Stats struct {
 	Series []Point `json:"series,omitempty"`
 	// Offset is when the step began, in seconds from its phase's start.
 	Offset float64 `json:"offset_s"`
+	// CPU is where the machine's CPU went during the step, when measured.
+	CPU *CPUSplit `json:"cpu,omitempty"`
 }
 
 // Point is one bucket of a latency-over-time series: its start in seconds
@@ -183,13 +203,24 @@ type Point struct {
 	Error int     `json:"errors"`
 }
 
-// Stats computes the step's figures. The achieved rate is the requests
+// Stats computes the step's figures; the first call ends the step's CPU
+// measurement (measureCPU). The achieved rate is the requests
 // sent and answered (well or not) over the time from the step's start to
 // the last answer; requests not sent count as errors but have no latency.
 func (r *Recorder) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := Stats{Name: r.Name, Requests: len(r.s), Offered: r.Offered, Errors: map[string]int{}}
+	if r.cpu != nil && r.split == nil {
+		sent := 0
+		for _, s := range r.s {
+			if s.kind != kindNotSent {
+				sent++
+			}
+		}
+		r.split = r.cpu.end(sent)
+	}
+	st.CPU = r.split
 	lat := make([]time.Duration, 0, len(r.s))
 	for _, s := range r.s {
 		if s.kind == kindOK {

@@ -38,7 +38,8 @@ func (b *Bench) holdStep(ctx context.Context, p *Phase, view *seatView) {
 
 	prof := b.startProfile(ctx, "holds", min(max(time.Duration(len(fans)/3000)*time.Second, time.Second), 10*time.Second))
 	holds := newRecorder(fmt.Sprintf("%s (JSON, 1 to 4 seats picked by hand, each fan once), closed loop, %d connections", holdStepName, b.cfg.Conns),
-		b.ui.Bar("hold step: holds", int64(len(fans))))
+		b.ui.Bar("hold step: holds", int64(len(fans)))).
+		measureCPU(ctx, b.cpu, "holds (hold step)")
 	ClosedLoop(ctx, b.cfg.Conns, Counter(len(fans), time.Time{}), holds, func(ctx context.Context, i int) string {
 		want := min(weighted(wantWeights)+1, limit)
 		end := int(next.Add(int64(want)))
@@ -68,7 +69,8 @@ func (b *Bench) holdStep(ctx context.Context, p *Phase, view *seatView) {
 		}
 	}
 	releases := newRecorder(fmt.Sprintf("%s (JSON, each seat the hold step held), closed loop, %d connections", releaseStepName, b.cfg.Conns),
-		b.ui.Bar("hold step: releases", int64(len(release))))
+		b.ui.Bar("hold step: releases", int64(len(release)))).
+		measureCPU(ctx, b.cpu, "releases (hold step)")
 	ClosedLoop(ctx, b.cfg.Conns, Counter(len(release), time.Time{}), releases, func(ctx context.Context, i int) string {
 		r := release[i]
 		a, err := call(ctx, b.client, http.MethodDelete, b.url("/events/%d/holds/%s", id, url.PathEscape(r.seat)), r.fan, nil)

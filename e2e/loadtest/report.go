@@ -95,6 +95,9 @@ type Report struct {
 	Profiles map[string]string `json:"profiles,omitempty"`
 	// SessionCopies is the server's session-copy metrics at the end.
 	SessionCopies string `json:"session_copies,omitempty"`
+	// CPUNotes say how the CPU of the steps was counted where it was not
+	// by the bench's own processes (cpu.go).
+	CPUNotes []string `json:"cpu_notes,omitempty"`
 }
 
 // Machine describes where the numbers were measured.
@@ -151,6 +154,8 @@ type Target struct {
 	// -top` (for missed targets).
 	Profile string `json:"profile,omitempty"`
 	Top     string `json:"pprof_top,omitempty"`
+	// CPU is where the machine's CPU went while the target was measured.
+	CPU *CPUSplit `json:"cpu,omitempty"`
 }
 
 // Ratio is a figure of boxoffice over a baseline of the same run.
@@ -228,6 +233,7 @@ func markdown(r *Report) string {
 		}
 		w("")
 	}
+	cpuTables(w, r)
 	for _, p := range r.Phases {
 		w("## %s", p.Name)
 		w("")
@@ -275,7 +281,7 @@ func markdown(r *Report) string {
 	}
 	missed := false
 	for _, t := range r.Targets {
-		if t.Top != "" {
+		if t.Top != "" || t.Met != nil && !*t.Met && t.CPU != nil {
 			if !missed {
 				w("## Where the time goes (missed targets)")
 				w("")
@@ -283,6 +289,19 @@ func markdown(r *Report) string {
 			}
 			w("### %s", t.Name)
 			w("")
+			if c := t.CPU; c != nil {
+				w("The machine's CPU during the step (%.1f s, cores, from /proc): %s.", c.Seconds, c.Line())
+				if pr := c.PerRequest(); pr != "" {
+					w("CPU time a request: %s.", pr)
+				}
+				if cl := c.CommandsLine(4); cl != "" {
+					w("Redis: %s.", cl)
+				}
+				w("")
+			}
+			if t.Top == "" {
+				continue
+			}
 			what := "CPU profile of the server during the step"
 			if strings.Contains(t.Profile, "heap") {
 				what = "Heap profile of the server with the streams open (memory in use)"
@@ -296,6 +315,73 @@ func markdown(r *Report) string {
 		}
 	}
 	return b.String()
+}
+
+// cpuTables writes where the machine's CPU went in each measured step
+// (baselines and phases), what each request cost, and Redis's commands.
+func cpuTables(w func(string, ...any), r *Report) {
+	var splits []*CPUSplit
+	for _, s := range r.Baselines {
+		if s.CPU != nil {
+			splits = append(splits, s.CPU)
+		}
+	}
+	for _, p := range r.Phases {
+		for _, s := range p.Steps {
+			if s.CPU != nil {
+				splits = append(splits, s.CPU)
+			}
+		}
+	}
+	if len(splits) == 0 {
+		return
+	}
+	nginx := slices.ContainsFunc(splits, func(s *CPUSplit) bool { return s.Nginx != nil })
+	cell := func(u CPUUse) string { return fmt.Sprintf("%.2f (%.2f/%.2f)", u.Total(), u.User, u.System) }
+	w("## CPU during each step (cores)")
+	w("")
+	w("CPU seconds over the step's wall seconds, from /proc at the step's start and end: each cell is user and system time together (user/system). "+
+		"Server: the binary under test (the echo server in its baseline); Redis and PostgreSQL: their servers' processes; generator: this load test; "+
+		"other: the machine's busy time (/proc/stat) less theirs, so other processes, kernel threads and processes that ended unseen; "+
+		"idle: idle and I/O wait; softirq: the machine's softirq time (loopback networking), which this kernel may also count in the system time of the processes it interrupted. "+
+		"Machine: %d cores.", r.Machine.Cores)
+	for _, n := range r.CPUNotes {
+		w("%s.", n)
+	}
+	w("")
+	head, rule := "| step | s | requests/s | server | Redis | PostgreSQL | generator |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+	if nginx {
+		head, rule = head+" nginx |", rule+" ---: |"
+	}
+	w("%s other | idle | softirq |", head)
+	w("%s ---: | ---: | ---: |", rule)
+	for _, s := range splits {
+		if s.Err != "" {
+			w("| %s | not measured: %s |", s.Step, s.Err)
+			continue
+		}
+		row := fmt.Sprintf("| %s | %.2f | %.0f | %s | %s | %s | %s |", s.Step, s.Seconds, float64(s.Requests)/math0(s.Seconds),
+			cell(s.Server), cell(s.Redis), cell(s.Postgres), cell(s.Generator))
+		if nginx {
+			n := "–"
+			if s.Nginx != nil {
+				n = cell(*s.Nginx)
+			}
+			row += " " + n + " |"
+		}
+		w("%s %s | %.2f | %.2f |", row, cell(s.Other), s.Idle, s.Softirq)
+	}
+	w("")
+	w("CPU time a request (in the loops of fans holding and paying, a fan's whole path), and Redis's commands (INFO commandstats over the step, every client of the Redis counted):")
+	w("")
+	w("| step | CPU a request | Redis commands |")
+	w("| --- | --- | --- |")
+	for _, s := range splits {
+		if s.Err == "" && s.Requests > 0 {
+			w("| %s | %s | %s |", s.Step, s.PerRequest(), s.CommandsLine(3))
+		}
+	}
+	w("")
 }
 
 func statsTable(w func(string, ...any), steps []Stats) {

@@ -64,13 +64,15 @@ func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 		return nil, err
 	}
 	defer rdb.Close()
+	meter, notes := newCPUMeter(ctx, rdb, cfg.DatabaseURL)
+	rep.CPUNotes = notes
 	if cfg.Baselines {
 		ui.Logf("Baselines")
-		es, err := echoBaseline(ctx, cfg, ui)
+		es, err := echoBaseline(ctx, cfg, ui, meter)
 		if err != nil {
 			return nil, fmt.Errorf("echo baseline: %w", err)
 		}
-		rs, err := redisBaseline(ctx, cfg, rdb, "bench:"+randomHex(4)+":", ui)
+		rs, err := redisBaseline(ctx, cfg, rdb, "bench:"+randomHex(4)+":", ui, meter)
 		if err != nil {
 			return nil, err
 		}
@@ -80,7 +82,7 @@ func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 		}
 	}
 	ui.Logf("1. Set-up")
-	b, setup, err := setUp(ctx, cfg, ui, rdb)
+	b, setup, err := setUp(ctx, cfg, ui, rdb, meter)
 	if err != nil {
 		if b != nil {
 			b.close(context.WithoutCancel(ctx))
@@ -90,7 +92,7 @@ func runBench(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 	if cfg.Baselines {
 		// The product's own middleware in front of the smallest answer:
 		// what the binary's HTTP stack allows on this run.
-		rep.Baselines = append(rep.Baselines, httpBaseline(ctx, cfg, ui, "healthz", b.url("/healthz"))...)
+		rep.Baselines = append(rep.Baselines, httpBaseline(ctx, cfg, ui, meter, "healthz", b.url("/healthz"))...)
 		for _, s := range rep.Baselines[len(rep.Baselines)-1-len(cfg.Rates):] {
 			ui.Logf("  %-60s %8d req %9.0f/s  p50 %7.2f ms  p99 %7.2f ms  errors %d", s.Name, s.Requests, s.Rate, s.P50, s.P99, s.Requests-s.OK)
 		}
@@ -163,7 +165,7 @@ func (b *Bench) targets(r *Report) []Target {
 		p := findPhase(r, phase)
 		if s, ok := p.step(step); ok {
 			got, m := met(s)
-			t.Got, t.Met, t.Profile = got, ptr(m), b.profiles[profile]
+			t.Got, t.Met, t.Profile, t.CPU = got, ptr(m), b.profiles[profile], s.CPU
 		} else if p.Status != "ran" {
 			t.Got = p.Status
 		} else {
@@ -263,6 +265,9 @@ func (b *Bench) targets(r *Report) []Target {
 		}
 		sell.Met = ptr(b.soldOut && secs < 60 && broken == 0 && b.cfg.Fans >= 20000)
 		sell.Profile = b.profiles["checkout"]
+		if s, ok := sold.step("fans paying"); ok {
+			sell.CPU = s.CPU
+		}
 		sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
 	}
 	out = append(out, sell)
@@ -353,8 +358,10 @@ func runSSE(ctx context.Context, cfg Config, ui *UI) (*Report, error) {
 		return nil, err
 	}
 	defer rdb.Close()
+	meter, notes := newCPUMeter(ctx, rdb, cfg.DatabaseURL)
+	rep.CPUNotes = notes
 	ui.Logf("1. Set-up")
-	b, setup, err := setUp(ctx, cfg, ui, rdb)
+	b, setup, err := setUp(ctx, cfg, ui, rdb, meter)
 	if err != nil {
 		if b != nil {
 			b.close(context.WithoutCancel(ctx))
