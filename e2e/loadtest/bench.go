@@ -584,9 +584,8 @@ type pageCopy struct {
 func (b *Bench) startSeatMaps(ctx context.Context) *seatMaps {
 	m := &seatMaps{
 		b: b, url: b.url("/events/%d/seats", b.sale.EventID), queue: make(chan int, len(b.fans)), encodings: map[string]int{},
-		// The cold loads run beside the polls: their CPU is the polls' and theirs.
 		cold: newRecorder("GET /events/{id}/seats (the arena's seat map page, cold), each fan as its admission shows", nil).
-			measureCPU(ctx, b.cpu, "seat map page, cold, beside the position polls"),
+			measureCPU(ctx, b.cpu, "seat map page, cold (beside the position polls)").beside("position polls"),
 		warm: newRecorder("GET /events/{id}/seats again, If-None-Match (warm)", nil),
 	}
 	for range max(b.cfg.Conns/4, 1) {

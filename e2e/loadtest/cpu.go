@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,6 +222,9 @@ type CPUSplit struct {
 	Idle    float64 `json:"idle"`
 	Softirq float64 `json:"softirq"`
 	Steal   float64 `json:"steal"`
+	// Beside names other requests sent in the step's window, whose CPU is
+	// in the split too; then there is no figure a request.
+	Beside string `json:"beside,omitempty"`
 	// Redis's commands in the step (INFO commandstats), when read.
 	Commands *RedisCommands `json:"redis_commands,omitempty"`
 	Err      string         `json:"error,omitempty"`
@@ -453,9 +457,15 @@ func redisPids(ctx context.Context, rdb redis.UniversalClient) ([]int, error) {
 }
 
 // postmaster returns the process id of the PostgreSQL server of
-// databaseURL: the parent of one of its backends, read from /proc.
+// databaseURL: the parent of one of its backends (on its postgres
+// database, which is there before the bench's own), read from /proc.
 func postmaster(ctx context.Context, databaseURL string) (int, error) {
-	conn, err := pgx.Connect(ctx, databaseURL)
+	u, err := url.Parse(databaseURL)
+	if err != nil {
+		return 0, err
+	}
+	u.Path = "/postgres"
+	conn, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		return 0, err
 	}
@@ -519,6 +529,7 @@ type cpuWindow struct {
 	m        *CPUMeter
 	ctx      context.Context
 	label    string
+	beside   string // other requests in the window (CPUSplit.Beside)
 	roles    cpuRoles
 	start    cpuSnapshot
 	commands map[string]map[string]RedisCommand
@@ -549,7 +560,7 @@ func (w *cpuWindow) end(requests int) *CPUSplit {
 		return &CPUSplit{Step: w.label, Err: err.Error()}
 	}
 	s := cpuSplit(w.start, snap, w.roles, w.m.hz)
-	s.Step, s.Requests = w.label, requests
+	s.Step, s.Requests, s.Beside = w.label, requests, w.beside
 	if w.commands != nil {
 		if after, err := w.m.commandStats(w.ctx); err == nil {
 			s.Commands = commandsDelta(w.commands, after, s.Seconds)
@@ -617,9 +628,10 @@ func (s CPUSplit) Line() string {
 }
 
 // PerRequest is each group's CPU time a request of the step, in
-// microseconds: "server 180 µs, Redis 60 µs, ..."; "" without requests.
+// microseconds: "server 180 µs, Redis 60 µs, ..."; "" without requests
+// or when other requests shared the window (Beside).
 func (s CPUSplit) PerRequest() string {
-	if s.Requests == 0 || s.Err != "" {
+	if s.Requests == 0 || s.Err != "" || s.Beside != "" {
 		return ""
 	}
 	us := func(u CPUUse) string { return fmt.Sprintf("%.0f µs", u.Total()*s.Seconds/float64(s.Requests)*1e6) }
@@ -632,10 +644,11 @@ func (s CPUSplit) PerRequest() string {
 
 // CommandsLine says what Redis did for the step's requests: commands and
 // their time a request (INFO commandstats), the commands by time, and the
-// masters' command time in cores; "" when not read.
+// masters' command time in cores; "" when not read or when other
+// requests shared the window (Beside).
 func (s CPUSplit) CommandsLine(top int) string {
 	c := s.Commands
-	if c == nil || s.Requests == 0 {
+	if c == nil || s.Requests == 0 || s.Beside != "" {
 		return ""
 	}
 	n := float64(s.Requests)

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestParseProcStat(t *testing.T) {
@@ -283,5 +289,42 @@ func TestReadSnapshot_Proc(t *testing.T) {
 	}
 	if s.machine.cpus < 1 || s.machine.busyUser()+s.machine.busySystem()+s.machine.idle == 0 {
 		t.Errorf("machine %+v, want CPUs and time", s.machine)
+	}
+}
+
+// The bench's PostgreSQL and Redis are found by process id on this
+// machine: the postmaster and the redis-server(s) of the test's URLs.
+func TestCPUMeter_FindsStores(t *testing.T) {
+	ctx := context.Background()
+	pm, err := postmaster(ctx, storetest.DatabaseURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm := func(pid int) string {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := parseProcStat(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.comm
+	}
+	if c := comm(pm); c != "postgres" && c != "postmaster" {
+		t.Errorf("postmaster %d is named %q, want postgres", pm, c)
+	}
+	opt, err := redis.ParseURL(storetest.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	pids, err := redisPids(ctx, rdb)
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("redisPids: %v, %v; want one process", pids, err)
+	}
+	if c := comm(pids[0]); !strings.HasPrefix(c, "redis-") {
+		t.Errorf("Redis's process %d is named %q, want redis-server", pids[0], c)
 	}
 }

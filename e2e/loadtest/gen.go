@@ -70,6 +70,15 @@ func (r *Recorder) measureCPU(ctx context.Context, m *CPUMeter, label string) *R
 	return r
 }
 
+// beside says that other requests (what) run in the step's window, so
+// that its CPU is theirs too and the report gives no figure a request.
+func (r *Recorder) beside(what string) *Recorder {
+	if r.cpu != nil {
+		r.cpu.beside = what
+	}
+	return r
+}
+
 // add records a request that was due or sent at t and ended now (nothing
 // for kindSkip).
 func (r *Recorder) add(t time.Time, kind string) {

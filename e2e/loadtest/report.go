@@ -377,7 +377,10 @@ func cpuTables(w func(string, ...any), r *Report) {
 	w("| step | CPU a request | Redis commands |")
 	w("| --- | --- | --- |")
 	for _, s := range splits {
-		if s.Err == "" && s.Requests > 0 {
+		switch {
+		case s.Beside != "":
+			w("| %s | not per request: the %s ran in the same window | |", s.Step, s.Beside)
+		case s.Err == "" && s.Requests > 0:
 			w("| %s | %s | %s |", s.Step, s.PerRequest(), s.CommandsLine(3))
 		}
 	}
