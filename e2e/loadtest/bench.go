@@ -53,6 +53,8 @@ type Bench struct {
 	soldOut bool // every seat was sold
 	// streamsOpen counts the streams bench-sse opened.
 	streamsOpen int
+	// payActivity says how busy PostgreSQL was while the fans paid.
+	payActivity string
 	// cpu measures where the machine's CPU goes in the measured steps.
 	cpu      *CPUMeter
 	profiles map[string]string

@@ -345,9 +345,12 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 			measureCPU(ctx, b.cpu, "fans paying")
 		prof := b.startProfile(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
 		pool0, poolErr := b.poolCounters(ctx)
+		activity := b.sampleActivity(ctx)
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
 			return b.pay(ctx, payers[i], recs, &tot)
 		})
+		b.payActivity = "PostgreSQL while the fans paid (pg_stat_activity every " + pgActivityEvery.String() + "): " + activity()
+		p.note(b.payActivity)
 		b.poolFigure(ctx, p, pool0, poolErr, tot.confirmedOrders.Load())
 		for _, r := range []*Recorder{buyers, recs.orders, recs.pay, recs.confirm, recs.order} {
 			if r.Count() > 0 {

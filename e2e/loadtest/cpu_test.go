@@ -328,3 +328,19 @@ func TestCPUMeter_FindsStores(t *testing.T) {
 		t.Errorf("Redis's process %d is named %q, want redis-server", pids[0], c)
 	}
 }
+
+// Over 4 samples: 6 backends running, 3 waiting on a row's transaction, 2
+// on WAL writes, 1 on a buffer's lock, 1 on the client.
+func TestActivityText(t *testing.T) {
+	counts := map[string]int{"running": 6, "Lock: transactionid": 3, "IO: WalWrite": 2, "LWLock: BufferContent": 1, "Client: ClientRead": 1}
+	want := "3.2 backends running statements on average over 4 samples: running 1.5, Lock: transactionid 0.8, IO: WalWrite 0.5, others 0.5"
+	if got := activityText(counts, 4); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := activityText(map[string]int{}, 0); got != "no sample taken" {
+		t.Errorf("no samples: got %q", got)
+	}
+	if got, want := activityText(map[string]int{}, 3), "0.0 backends running statements on average over 3 samples"; got != want {
+		t.Errorf("idle: got %q, want %q", got, want)
+	}
+}

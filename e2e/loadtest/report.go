@@ -154,8 +154,10 @@ type Target struct {
 	// -top` (for missed targets).
 	Profile string `json:"profile,omitempty"`
 	Top     string `json:"pprof_top,omitempty"`
-	// CPU is where the machine's CPU went while the target was measured.
-	CPU *CPUSplit `json:"cpu,omitempty"`
+	// CPU is where the machine's CPU went while the target was measured,
+	// and Notes what else places its time (PostgreSQL's activity).
+	CPU   *CPUSplit `json:"cpu,omitempty"`
+	Notes []string  `json:"notes,omitempty"`
 }
 
 // Ratio is a figure of boxoffice over a baseline of the same run.
@@ -296,6 +298,9 @@ func markdown(r *Report) string {
 				}
 				if cl := c.CommandsLine(4); cl != "" {
 					w("Redis: %s.", cl)
+				}
+				for _, n := range t.Notes {
+					w("%s.", n)
 				}
 				w("")
 			}

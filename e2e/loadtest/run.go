@@ -243,6 +243,9 @@ func (b *Bench) targets(r *Report) []Target {
 		errs := s.Requests - s.OK
 		return fmt.Sprintf("%.0f/s (order, PG, confirmation, order page), %d errors", s.Rate, errs), s.Rate >= 300 && errs == 0
 	})
+	if b.payActivity != "" {
+		out[len(out)-1].Notes = []string{b.payActivity}
+	}
 	sell := Target{Name: "Sell-out of the 15,000-seat arena to 20,000 fans", Want: "< 60 s from the first admission, every invariant holding"}
 	broken := 0
 	for _, inv := range r.Invariants {
@@ -267,6 +270,9 @@ func (b *Bench) targets(r *Report) []Target {
 		sell.Profile = b.profiles["checkout"]
 		if s, ok := sold.step("fans paying"); ok {
 			sell.CPU = s.CPU
+			if b.payActivity != "" {
+				sell.Notes = []string{b.payActivity}
+			}
 		}
 		sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
 	}
