@@ -34,8 +34,10 @@
 // reports memory per connection and admission-to-fragment delays.
 //
 // The report goes to -out (bench-report/): report.md, report.json, a
-// latency-over-time plot per phase, and CPU profiles of the server for the
-// targets it missed.
+// latency-over-time plot per phase, where the machine's CPU went in each
+// measured step (server, Redis, PostgreSQL, the generator, nginx, other,
+// idle; cpu.go) with Redis's commands a request, and CPU profiles of the
+// server for the targets it missed.
 package main
 
 import (
