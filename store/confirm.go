@@ -290,8 +290,8 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     claimCommitMargin of the claim, as the claim's length assumes.
 //  2. The transaction, PostgreSQL only, in two round trips, each one pgx
 //     batch on one connection (DB.inBatchTx): BEGIN and the locks
-//     (lockForConfirmation), then the sale or the refund with COMMIT and
-//     the result's reads (sell, refund):
+//     (lockForConfirmation), then the sale or the refund with COMMIT (and,
+//     for a refund, the result's reads) (sell, refund):
 //     - record the payment (payment_key UNIQUE: a repeat waits for the
 //     first and then returns its result; a record of it as rejected, made
 //     while this confirm was under way at the PG, turns into a refund);
@@ -322,9 +322,10 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     while the buyer's own holds stay. Failures of these are only logged
 //     (the claim expires by itself).
 //
-// It returns the result as Result does, read after the commit in the same
-// round trip: when nothing was sold, Outcome is refund_pending and the
-// caller cancels the payment at the PG (RecordRefunded once it did).
+// It returns the result as Result does: a sale's made from what its commit
+// wrote (soldResult), anything else read after the commit in the same round
+// trip. When nothing was sold, Outcome is refund_pending and the caller
+// cancels the payment at the PG (RecordRefunded once it did).
 //
 // A transaction that fails leaves its claim to expire by itself: the payment
 // is DONE at the PG and a retry (the webhook, the reconciler) settles it,
@@ -465,9 +466,9 @@ func queueRefund(b *pgx.Batch, orderID, paymentKey string, status boxoffice.Orde
 // is UNIQUE per seat; in label order so that concurrent sales cannot
 // deadlock), the order CONFIRMED, the account's tickets counted, the
 // tickets issued (random UUIDs, made here so that the outbox row can name
-// them in the same batch), the outbox row, the payment confirmed, COMMIT,
-// and the result's reads (queueOrderAndPayment). It returns the account's
-// tickets for the event in all and the result. If a seat was sold already,
+// them in the same batch), the outbox row, the payment confirmed, COMMIT.
+// It returns the account's tickets for the event in all and the result
+// (soldResult: what the commit wrote, not read again). If a seat was sold already,
 // its insert fails, which skips the rest of the batch: the transaction goes
 // back to the savepoint, still open, and the labels sold to others are
 // returned (never nil then).
@@ -510,10 +511,8 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
 	b.Queue(`UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`, p.PaymentKey, now)
 	b.Queue(`COMMIT`)
-	queueOrderAndPayment(b, o.ID, p.PaymentKey)
 
 	var bought int
-	var res *boxoffice.Confirmation
 	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
 		for _, what := range []string{"savepoint", "insert sold seats"} {
 			if _, err := br.Exec(); err != nil {
@@ -532,14 +531,10 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 				return fmt.Errorf("%s: %w", what, err)
 			}
 		}
-		o, rec, err := s.readOrderAndPayment(br)
-		if err == nil {
-			res = Confirmation(o, p.PaymentKey, rec)
-		}
-		return err
+		return nil
 	})
 	if err == nil {
-		return nil, bought, res, nil
+		return nil, bought, s.soldResult(o, p.PaymentKey, labels, ids, now), nil
 	}
 	if pgErrCode(err) != "23505" /* unique_violation */ || pgConstraint(err) != "sold_seat_pkey" {
 		return nil, 0, nil, err
@@ -558,6 +553,26 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 		err = errors.New("a seat was sold and is not") // its sale rolled back: a retry settles the payment
 	}
 	return lost, 0, nil, err
+}
+
+// soldResult returns the result of the payment that sold o, as Result
+// would read it right after sell's commit, made from what the commit wrote
+// under the order's lock: o CONFIRMED at now with no failure, its items as
+// read, a ticket ids[i] for each seat labels[i] (as sell issued them) in
+// its item's order, and the payment confirmed with no reason.
+func (s *Orders) soldResult(o *boxoffice.Order, paymentKey string, labels []string, ids []pgtype.UUID, now time.Time) *boxoffice.Confirmation {
+	sold := *o
+	at := now.Truncate(time.Microsecond).UTC() // as PostgreSQL stores it
+	sold.Status, sold.FailureCode, sold.FailureMessage = boxoffice.OrderConfirmed, "", ""
+	sold.UpdatedAt, sold.ConfirmedAt = at, &at
+	sold.Tickets = make([]boxoffice.Ticket, len(labels))
+	for i, l := range labels {
+		t := boxoffice.Ticket{ID: ids[i].String(), EventID: o.EventID, Seat: l}
+		t.Code = boxoffice.TicketCode(s.TicketSecret, t)
+		sold.Tickets[i] = t
+	}
+	sortTickets(&sold)
+	return &boxoffice.Confirmation{Order: &sold, PaymentKey: paymentKey, Outcome: boxoffice.PaymentConfirmed}
 }
 
 // newTicketID returns a random (version 4, RFC 9562) UUID.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -19,6 +20,10 @@ var _ boxoffice.EventService = (*Events)(nil)
 // safe for concurrent use.
 type Events struct {
 	DB *DB
+
+	// seatCounts keeps OpenQueues' count of each open event's seats: event
+	// id → seatCount.
+	seatCounts sync.Map
 }
 
 // CreateEvent normalizes and validates in, then in one transaction inserts a

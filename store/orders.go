@@ -1,12 +1,15 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -112,7 +115,7 @@ func orderName(title string, seats int) string {
 // of the event (queueInsertOrder). The transaction is two round trips, each
 // one batch on one connection: BEGIN with checkoutLocked's reads and locks,
 // then the order's writes with COMMIT and the order's reads (as
-// FindOrderByID's). After commit the holds are extended to the order's
+// FindOrderByID's, but for the tickets: a payable order has none). After commit the holds are extended to the order's
 // expiry; if some ended meanwhile, the order is CANCELLED (hold_lost).
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
@@ -144,7 +147,7 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 		}
 		b.Queue(`COMMIT`)
 		b.Queue(orderQuery+` WHERE o.id = $1`, id)
-		queueDetails(b, []string{id})
+		queueItems(b, []string{id})
 		return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
 			if found == "" {
 				if err := readInsertOrder(br, eventID, labels); err != nil {
@@ -157,7 +160,7 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 			if o, err = scanOrder(br.QueryRow()); err != nil {
 				return fmt.Errorf("find order: %w", err)
 			}
-			return s.readDetails(br, []*boxoffice.Order{o})
+			return readItems(br, map[string]*boxoffice.Order{o.ID: o})
 		})
 	})
 	if err != nil {
@@ -425,6 +428,17 @@ func (s *Orders) loadDetails(ctx context.Context, q batcher, orders []*boxoffice
 // queueDetails queues the two queries of the items and the live tickets of
 // the orders ids, which readDetails reads.
 func queueDetails(b *pgx.Batch, ids []string) {
+	queueItems(b, ids)
+	// No join to event_seat for the tickets' order: each ticket is for a
+	// seat of its order's items, which come in the seat map's order, and
+	// readDetails puts the tickets in theirs.
+	b.Queue(`SELECT order_id, id::text, event_id, seat_label FROM ticket WHERE order_id = ANY($1) AND refunded_at IS NULL`, ids)
+}
+
+// queueItems queues the query of the items of the orders ids, each with
+// its seat's parts and grade name, by section, row and number, which
+// readItems reads.
+func queueItems(b *pgx.Batch, ids []string) {
 	b.Queue(`
 		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name
 		FROM order_item i
@@ -432,20 +446,10 @@ func queueDetails(b *pgx.Batch, ids []string) {
 		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade
 		WHERE i.order_id = ANY($1)
 		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
-	b.Queue(`
-		SELECT t.order_id, t.id::text, t.event_id, t.seat_label FROM ticket t
-		JOIN event_seat s ON s.event_id = t.event_id AND s.label = t.seat_label
-		WHERE t.order_id = ANY($1) AND t.refunded_at IS NULL
-		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
 }
 
-// readDetails reads queueDetails' results into the orders: their items and
-// tickets, each ticket with its signed code.
-func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) error {
-	byID := make(map[string]*boxoffice.Order, len(orders))
-	for _, o := range orders {
-		byID[o.ID] = o
-	}
+// readItems reads queueItems' result into the orders byID (by order id).
+func readItems(br pgx.BatchResults, byID map[string]*boxoffice.Order) error {
 	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
@@ -461,10 +465,25 @@ func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) err
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
 	}
-	rows, err = br.Query()
+	return nil
+}
+
+// readDetails reads queueDetails' results into the orders: their items and
+// tickets, each ticket with its signed code, in its seat's item's order
+// (section, row, number).
+func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) error {
+	byID := make(map[string]*boxoffice.Order, len(orders))
+	for _, o := range orders {
+		byID[o.ID] = o
+	}
+	if err := readItems(br, byID); err != nil {
+		return err
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("order tickets: %w", err)
 	}
+	var orderID string
 	var t boxoffice.Ticket
 	_, err = pgx.ForEachRow(rows, []any{&orderID, &t.ID, &t.EventID, &t.Seat}, func() error {
 		t.Code = boxoffice.TicketCode(s.TicketSecret, t)
@@ -475,7 +494,31 @@ func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) err
 	if err != nil {
 		return fmt.Errorf("order tickets: %w", err)
 	}
+	for _, o := range orders {
+		sortTickets(o)
+	}
 	return nil
+}
+
+// sortTickets puts the order's tickets in the order of their seats' items;
+// a ticket whose seat is not an item (none should be) goes last, by seat.
+func sortTickets(o *boxoffice.Order) {
+	if len(o.Tickets) < 2 {
+		return
+	}
+	pos := make(map[string]int, len(o.Items))
+	for i, it := range o.Items {
+		pos[it.Seat] = i
+	}
+	at := func(seat string) int {
+		if i, ok := pos[seat]; ok {
+			return i
+		}
+		return len(o.Items)
+	}
+	slices.SortFunc(o.Tickets, func(a, b boxoffice.Ticket) int {
+		return cmp.Or(cmp.Compare(at(a.Seat), at(b.Seat)), strings.Compare(a.Seat, b.Seat))
+	})
 }
 
 // expireTimeout bounds one ExpireOrders call.
