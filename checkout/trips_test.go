@@ -15,16 +15,17 @@ import (
 // (CreateOrder), the success redirect's confirmation, the PG's webhook for
 // the same payment, and the order page. The sandbox PG's own statements
 // are not counted (a pool of their own). The wants are what each step
-// costs now: a change that adds a round trip fails here.
+// costs now, in round trips and in statements (README, "PostgreSQL's work
+// per paid order"): a change that adds one fails here.
 func TestPaidOrder_RoundTrips(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 4)
 	trips := env.CountTrips(t, 0)
 	ctx := context.Background()
 	steps := []struct {
-		name string
-		want int64
-	}{{"checkout", 2}, {"confirmation", 3}, {"webhook", 1}, {"order page", 1}}
+		name             string
+		want, statements int64
+	}{{"checkout", 2, 12}, {"confirmation", 3, 17}, {"webhook", 1, 4}, {"order page", 1, 3}}
 	// The first order warms the statement caches and the sold-seat copy;
 	// the second is counted.
 	for round, seat := range []string{env.Event.R[0], env.Event.R[1]} {
@@ -59,15 +60,18 @@ func TestPaidOrder_RoundTrips(t *testing.T) {
 		if round == 0 {
 			continue
 		}
-		var total, want int64
+		var total, want, statements int64
 		for i, s := range steps {
-			t.Logf("%s: %d round trips, %d connections acquired, held %v", s.name, got[i].RoundTrips, got[i].Acquires, got[i].Held)
+			t.Logf("%s: %d round trips, %d statements, %d connections acquired, held %v", s.name, got[i].RoundTrips, got[i].Statements, got[i].Acquires, got[i].Held)
 			if got[i].RoundTrips != s.want {
 				t.Errorf("%s: %d round trips to PostgreSQL, want %d", s.name, got[i].RoundTrips, s.want)
 			}
-			total, want = total+got[i].RoundTrips, want+s.want
+			if got[i].Statements != s.statements {
+				t.Errorf("%s: %d statements, want %d", s.name, got[i].Statements, s.statements)
+			}
+			total, want, statements = total+got[i].RoundTrips, want+s.want, statements+got[i].Statements
 		}
-		t.Logf("a paid order: %d round trips (want %d)", total, want)
+		t.Logf("a paid order: %d round trips (want %d), %d statements", total, want, statements)
 	}
 	env.CheckInvariants(t)
 }

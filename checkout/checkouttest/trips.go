@@ -14,10 +14,12 @@ import (
 
 // Trips counts what the store asks of PostgreSQL on a pool: round trips
 // (each Exec, Query, QueryRow and SendBatch, BEGIN and COMMIT included; a
-// batch is one) and connections acquired, and adds up how long they were
-// held (from Acquire to Release). Install it with Env.CountTrips.
+// batch is one), statements (each Exec, Query and QueryRow, and each
+// statement of a batch that ran), connections acquired, and adds up how
+// long they were held (from Acquire to Release). Install it with
+// Env.CountTrips.
 type Trips struct {
-	trips, acquires, heldNanos atomic.Int64
+	trips, statements, acquires, heldNanos atomic.Int64
 
 	mu    sync.Mutex
 	since map[*pgx.Conn]time.Time
@@ -25,22 +27,26 @@ type Trips struct {
 
 // TripsSnapshot is what a Trips counted so far.
 type TripsSnapshot struct {
-	RoundTrips, Acquires int64
-	Held                 time.Duration
+	RoundTrips, Statements, Acquires int64
+	Held                             time.Duration
 }
 
 // Snapshot returns the counts so far.
 func (t *Trips) Snapshot() TripsSnapshot {
-	return TripsSnapshot{RoundTrips: t.trips.Load(), Acquires: t.acquires.Load(), Held: time.Duration(t.heldNanos.Load())}
+	return TripsSnapshot{RoundTrips: t.trips.Load(), Statements: t.statements.Load(), Acquires: t.acquires.Load(), Held: time.Duration(t.heldNanos.Load())}
 }
 
 // Sub returns the counts between an earlier snapshot and s.
 func (s TripsSnapshot) Sub(earlier TripsSnapshot) TripsSnapshot {
-	return TripsSnapshot{RoundTrips: s.RoundTrips - earlier.RoundTrips, Acquires: s.Acquires - earlier.Acquires, Held: s.Held - earlier.Held}
+	return TripsSnapshot{
+		RoundTrips: s.RoundTrips - earlier.RoundTrips, Statements: s.Statements - earlier.Statements,
+		Acquires: s.Acquires - earlier.Acquires, Held: s.Held - earlier.Held,
+	}
 }
 
 func (t *Trips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
 	t.trips.Add(1)
+	t.statements.Add(1)
 	return ctx
 }
 
@@ -51,7 +57,9 @@ func (t *Trips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBat
 	return ctx
 }
 
-func (t *Trips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (t *Trips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.statements.Add(1)
+}
 
 func (t *Trips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
