@@ -13,6 +13,16 @@
 CREATE INDEX orders_account_event_status ON orders (account_id, event_id, status, created_at DESC);
 DROP INDEX orders_account_event;
 
+-- An order's live tickets: the tickets read of every order read
+-- (store queueDetails: order_id = ANY, refunded_at IS NULL; three times per
+-- paid order) and the refund's UPDATE of an order's live tickets. Their
+-- generic plans preferred ticket_live_seat, whose predicate matches, and
+-- read every live ticket of the sale for each order (ticket_order_id,
+-- kept for the checks that count an order's tickets refunded or not, was
+-- left aside).
+CREATE INDEX ticket_live_order ON ticket (order_id) WHERE refunded_at IS NULL;
+
 -- +goose Down
+DROP INDEX ticket_live_order;
 CREATE INDEX orders_account_event ON orders (account_id, event_id);
 DROP INDEX orders_account_event_status;
