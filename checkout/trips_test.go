@@ -3,6 +3,8 @@ package checkout_test
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
@@ -74,4 +76,47 @@ func TestPaidOrder_RoundTrips(t *testing.T) {
 		t.Logf("a paid order: %d round trips (want %d), %d statements", total, want, statements)
 	}
 	env.CheckInvariants(t)
+}
+
+// The confirmation's result of a sale is made from what its commit wrote,
+// not read again (store.Orders.sell): it must be the order as read back,
+// field for field, tickets in the order of the seat map (row, then number:
+// A-1-2 before A-1-10, which byte order puts first) with their codes, and
+// the payment confirmed; the webhook's and the order page's reads agree.
+func TestPaidOrder_ResultAsRead(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 120)
+	ctx := context.Background()
+	acct := env.Account(t)
+	seats := []string{env.Event.R[50], env.Event.R[9], env.Event.R[1]} // A-2-1, A-1-10, A-1-2
+	if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}, seats); err != nil {
+		t.Fatal(err)
+	}
+	o, err := env.Orders.CreateOrder(ctx, env.Event.ID, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	c := env.MustRedirect(t, o.ID, key, amount)
+	read := env.FindOrder(t, o.ID)
+	if c.Outcome != boxoffice.PaymentConfirmed || c.Reason != "" || c.PaymentKey != key {
+		t.Fatalf("result: outcome %q, reason %q, payment %q", c.Outcome, c.Reason, c.PaymentKey)
+	}
+	if !reflect.DeepEqual(c.Order, read) {
+		t.Fatalf("the sale's result differs from the order read back:\n got %+v\nread %+v", c.Order, read)
+	}
+	var order []string
+	for _, tk := range read.Tickets {
+		order = append(order, tk.Seat)
+	}
+	if want := []string{env.Event.R[1], env.Event.R[9], env.Event.R[50]}; !slices.Equal(order, want) {
+		t.Fatalf("tickets in order %v, want %v", order, want)
+	}
+	again, err := env.Checkout.Confirm(ctx, o.ID, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, c) {
+		t.Fatalf("a repeat's recorded result differs:\n got %+v\nwant %+v", again, c)
+	}
 }
