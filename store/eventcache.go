@@ -52,6 +52,14 @@ func (c *EventCache) Event(ctx context.Context, id int64) (*boxoffice.Event, err
 		return e.event, e.err
 	}
 	ch := c.loads.DoChan(strconv.FormatInt(id, 10), func() (any, error) {
+		// A load that ended between the look-up above and DoChan has
+		// stored a fresh copy: serve it rather than load again.
+		c.mu.Lock()
+		fresh, hit := c.entries[id]
+		c.mu.Unlock()
+		if hit && c.now().Sub(fresh.at) < c.ttl() {
+			return fresh.event, fresh.err
+		}
 		ev, err := c.load(context.WithoutCancel(ctx), id)
 		if err == nil || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
 			c.mu.Lock()
