@@ -523,9 +523,45 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 	return &e, nil
 }
 
-// findEvent reads an event with its grades and their seat counts; held are
-// the labels of seats held in Redis (live holds), counted as held like the
-// seats of unpaid orders (nil for none).
+// gradeCountsSQL counts event $1's seats by grade, given the labels held in
+// Redis ($2, text[]; labels that are not the event's seats are ignored):
+// per grade its code, name, price and colour, its seats, those left (neither
+// sold, blocked nor held) and those held (neither sold nor blocked, but in a
+// PENDING_PAYMENT order or in $2), dearest first. A grade without seats
+// counts 0 of each.
+//
+// Cost: the taken seats (sold, blocked, unpaid order items, $2) are merged
+// into one set by label first (one hash or sort on the label; a seat sold or
+// blocked is gone even if also held), and the event's seats are then read
+// once and hash-joined to it, so the work is O(seats + taken) with no lookup
+// per seat, whatever the statistics say: a plan with per-seat index lookups
+// into sold_seat and blocked_seat (which the planner chose for the former
+// statement while the tables had no statistics, as right after an event is
+// created) cost 20 times the buffers. See README "The event's seat counts".
+const gradeCountsSQL = `
+	WITH taken AS (
+		SELECT label, bool_or(gone) AS gone FROM (
+			SELECT seat_label AS label, true AS gone FROM sold_seat WHERE event_id = $1
+			UNION ALL SELECT seat_label, true FROM blocked_seat WHERE event_id = $1
+			UNION ALL SELECT i.seat_label, false FROM orders o JOIN order_item i ON i.order_id = o.id
+			          WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT'
+			UNION ALL SELECT unnest($2::text[]), false) t
+		GROUP BY label),
+	counts AS (
+		SELECT s.grade, count(*) AS total, count(t.label) FILTER (WHERE t.gone) AS gone,
+		       count(t.label) FILTER (WHERE NOT t.gone) AS held
+		FROM event_seat s LEFT JOIN taken t ON t.label = s.label
+		WHERE s.event_id = $1
+		GROUP BY s.grade)
+	SELECT g.code, g.name, g.price, g.color, coalesce(c.total, 0),
+	       coalesce(c.total - c.gone - c.held, 0), coalesce(c.held, 0)
+	FROM grade g LEFT JOIN counts c ON c.grade = g.code
+	WHERE g.event_id = $1
+	ORDER BY g.price DESC, g.code`
+
+// findEvent reads an event with its grades and their seat counts
+// (gradeCountsSQL); held are the labels of seats held in Redis (live holds),
+// counted as held like the seats of unpaid orders (nil for none).
 func findEvent(ctx context.Context, q querier, id int64, held []string) (*boxoffice.Event, error) {
 	if held == nil {
 		held = []string{}
@@ -534,20 +570,7 @@ func findEvent(ctx context.Context, q querier, id int64, held []string) (*boxoff
 	if err != nil {
 		return nil, fmt.Errorf("find event %d: %w", id, notFound(err, "err_no_event"))
 	}
-	rows, err := q.Query(ctx, `
-		SELECT g.code, g.name, g.price, g.color, count(s.label),
-		       count(s.label) FILTER (WHERE ss.seat_label IS NULL AND bs.seat_label IS NULL AND p.seat_label IS NULL),
-		       count(s.label) FILTER (WHERE ss.seat_label IS NULL AND bs.seat_label IS NULL AND p.seat_label IS NOT NULL)
-		FROM grade g
-		LEFT JOIN event_seat s ON s.event_id = g.event_id AND s.grade = g.code
-		LEFT JOIN sold_seat ss ON ss.event_id = s.event_id AND ss.seat_label = s.label
-		LEFT JOIN blocked_seat bs ON bs.event_id = s.event_id AND bs.seat_label = s.label
-		LEFT JOIN (SELECT DISTINCT i.seat_label FROM order_item i JOIN orders o ON o.id = i.order_id
-		           WHERE o.event_id = $1 AND o.status = 'PENDING_PAYMENT'
-		           UNION SELECT unnest($2::text[])) p ON p.seat_label = s.label
-		WHERE g.event_id = $1
-		GROUP BY g.code, g.name, g.price, g.color
-		ORDER BY g.price DESC, g.code`, id, held)
+	rows, err := q.Query(ctx, gradeCountsSQL, id, held)
 	if err != nil {
 		return nil, fmt.Errorf("find event %d grades: %w", id, err)
 	}
