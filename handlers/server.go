@@ -44,7 +44,10 @@ type Server struct {
 	Accounts boxoffice.AccountService
 	Events   boxoffice.EventService
 	// LiveEvents serves the hot paths of a sale (join, seat map, holds) from
-	// a short-lived copy of each event.
+	// a short-lived copy of each event; of its seat counts they use only
+	// Event.SeatStatus's sold-out, which live holds do not change (a seat
+	// held in Redis moves from left to held). The binary gives it the
+	// EventPages cache, so that one read of the counts serves both.
 	LiveEvents EventReader
 	// EventPages serves the event's page, its JSON and the home page's
 	// statuses from a short-lived copy of each event whose seat counts

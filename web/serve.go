@@ -147,13 +147,17 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 	// then read their sessions from Redis.
 	workers.Go(func() { sessionStore.Run(stopping) })
 	checkout.start(stopping, &workers)
+	// One cache of the events serves the hot paths and the event pages, so
+	// that an instance counts an event's seats (Holds.EventWithHolds) at
+	// most once a second, not once for each.
+	liveEvents := &store.EventCache{Events: events, Holds: holds}
 	srv := &handlers.Server{
 		Logger:         logger,
 		Sessions:       sessions,
 		Accounts:       &store.Accounts{DB: db},
 		Events:         events,
-		LiveEvents:     &store.EventCache{Events: events},
-		EventPages:     &store.EventCache{Events: events, Holds: holds},
+		LiveEvents:     liveEvents,
+		EventPages:     liveEvents,
 		Queue:          queue,
 		Holds:          holds,
 		Ready:          map[string]handlers.Pinger{"postgres": db, "redis": rdb},
