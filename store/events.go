@@ -537,7 +537,8 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 // per seat, whatever the statistics say: a plan with per-seat index lookups
 // into sold_seat and blocked_seat (which the planner chose for the former
 // statement while the tables had no statistics, as right after an event is
-// created) cost 20 times the buffers. See README "The event's seat counts".
+// created) read 22 times the buffers on the arena. See README "The event's
+// seat counts".
 const gradeCountsSQL = `
 	WITH taken AS (
 		SELECT label, bool_or(gone) AS gone FROM (
