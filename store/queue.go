@@ -61,7 +61,8 @@ var (
 //
 // Each instance keeps the shared figures (epoch, head, pace) of its latest
 // read per event: Position answers a fan whose place they show still
-// waiting from them until the next tick's read is due, with no round trip.
+// waiting from them until the next tick's read is due, with no round trip,
+// and Join places a fan with them instead of reading them again.
 type Queue struct {
 	Redis *Redis
 	// Metrics, if not nil, counts joins and admissions.
@@ -114,6 +115,15 @@ func (q *Queue) keepFigures(eventID int64, gen uint64, st queueStats, now time.T
 		q.figures[eventID] = f
 	}
 	return f
+}
+
+// currentFigures returns the event's figures if this instance read them in
+// the current tick window (fresh), as Position answers from them.
+func (q *Queue) currentFigures(eventID int64) (f queueFigures, fresh bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	f, ok := q.figures[eventID]
+	return f, ok && f.window(q.Redis.Now()) == f.window(f.at)
 }
 
 // figuresGen returns the number of times this instance admitted the event,
@@ -216,8 +226,13 @@ func (q *Queue) preAcctKey(e int64) string {
 // (ReasonOtherSession there). After a sell-out an account without a place
 // gets QueueSoldOut and no place. An account whose count in bought:{e}
 // has reached r.Limit gets ELIMITREACHED and nothing changes (no place, no
-// turn moved). The caller checks that the event's queue is open
-// (Event.QueueOpen) first: Join does not read events.
+// turn moved). A fan in line is placed with the figures this instance read
+// in the current tick window, as Position places a poll (the head may lag
+// by the admission that ran since), when they have the queue's epoch and
+// sold-out mark: the script then answers those two and not the whole
+// figures, which it sends, and Join keeps, otherwise. The caller checks
+// that the event's queue is open (Event.QueueOpen) first: Join does not
+// read events.
 func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.QueuePosition, error) {
 	eventID, accountID, sessionKey := r.EventID, r.AccountID, r.SessionKey
 	if sessionKey == "" {
@@ -247,8 +262,13 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		keys, proofUntil = append(keys, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
 	}
 	gen := q.figuresGen(eventID)
+	kept, fresh := q.currentFigures(eventID)
+	var keptEpoch string
+	if fresh {
+		keptEpoch = kept.st.epoch
+	}
 	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
-		drawAt, r.Ticket, r.Rank, proofUntil).Slice()
+		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boolArg(kept.st.soldOut)).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -258,8 +278,17 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	state, _ := res[0].(string)
 	seq := toInt64(res[1])
 	now := time.UnixMilli(toInt64(res[2]))
-	st := parseStats(res[3])
-	q.keepFigures(eventID, gen, st, now)
+	var st queueStats
+	switch figures := res[3].(type) {
+	case []any: // the stats hash
+		st = parseStats(figures)
+		q.keepFigures(eventID, gen, st, now)
+	case string: // the epoch: for a fan in line, the kept figures hold
+		st.epoch = figures
+		if fresh && (state == "joined" || state == "rejoined") {
+			st = kept.st
+		}
+	}
 	if state == "joined" && q.Metrics != nil {
 		q.Metrics.Joins.WithLabelValues(eventLabel(eventID)).Inc()
 	}
@@ -683,42 +712,94 @@ type queueStats struct {
 // parseStats reads an HGETALL reply returned by a script (a flat array).
 func parseStats(v any) queueStats {
 	a, _ := v.([]any)
-	m := make(map[string]string, len(a)/2)
+	var p statsParser
 	for i := 0; i+1 < len(a); i += 2 {
 		k, _ := a[i].(string)
-		m[k], _ = a[i+1].(string)
+		v, _ := a[i+1].(string)
+		p.field(k, v)
 	}
-	return statsFromMap(m)
+	return p.stats()
 }
 
 func statsFromMap(m map[string]string) queueStats {
-	num := func(k string) int64 { n, _ := strconv.ParseInt(m[k], 10, 64); return n }
-	st := queueStats{
-		epoch:    m["epoch"],
-		head:     num("head"),
-		admitted: num("admitted"),
-		soldOut:  m["sold_out"] == "1",
-		pace: boxoffice.AdmissionPace{
-			Tick:   time.Duration(num("tick_ms")) * time.Millisecond,
-			Rate:   int(num("rate")),
-			Paused: m["paused"] == "1",
-		},
+	var p statsParser
+	for k, v := range m {
+		p.field(k, v)
 	}
-	if st.pace.Tick == 0 {
-		st.pace.Tick = boxoffice.DefaultAdmissionTick
-	}
-	for i := range boxoffice.RateWindow {
-		f := strings.Split(m["r"+strconv.Itoa(i)], ":")
-		if len(f) != 3 {
-			continue
+	return p.stats()
+}
+
+// statsParser builds queueStats from the fields of queue:stats:{e}, in any
+// order, with no allocation but the records' slice.
+type statsParser struct {
+	st      queueStats
+	records [boxoffice.RateWindow]boxoffice.AdmissionRecord
+	found   [boxoffice.RateWindow]bool
+}
+
+// field reads one field of the hash; fields it does not know, and numbers
+// that do not parse, are left out.
+func (p *statsParser) field(k, v string) {
+	num := func() int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
+	switch k {
+	case "epoch":
+		p.st.epoch = v
+	case "head":
+		p.st.head = num()
+	case "admitted":
+		p.st.admitted = num()
+	case "sold_out":
+		p.st.soldOut = v == "1"
+	case "tick_ms":
+		p.st.pace.Tick = time.Duration(num()) * time.Millisecond
+	case "rate":
+		p.st.pace.Rate = int(num())
+	case "paused":
+		p.st.pace.Paused = v == "1"
+	default:
+		// a tick's record, r<i> = "<tick>:<admitted>:<backlog 1 or 0>"
+		i, ok := recordIndex(k)
+		if !ok {
+			return
 		}
-		tick, err1 := strconv.ParseInt(f[0], 10, 64)
-		n, err2 := strconv.Atoi(f[1])
-		if err1 == nil && err2 == nil {
-			st.pace.Records = append(st.pace.Records, boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: f[2] == "1"})
+		tickText, rest, ok1 := strings.Cut(v, ":")
+		nText, backlog, ok2 := strings.Cut(rest, ":")
+		tick, err1 := strconv.ParseInt(tickText, 10, 64)
+		n, err2 := strconv.Atoi(nText)
+		if ok1 && ok2 && !strings.Contains(backlog, ":") && err1 == nil && err2 == nil {
+			p.records[i] = boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: backlog == "1"}
+			p.found[i] = true
 		}
 	}
-	return st
+}
+
+// recordIndex returns i for the field "r<i>" (recordField), i below
+// RateWindow, without allocating for the other fields.
+func recordIndex(k string) (int, bool) {
+	if len(k) < 2 || k[0] != 'r' || (k[1] == '0' && len(k) > 2) {
+		return 0, false
+	}
+	i := 0
+	for _, c := range []byte(k[1:]) {
+		if c < '0' || c > '9' || i >= boxoffice.RateWindow {
+			return 0, false
+		}
+		i = i*10 + int(c-'0')
+	}
+	return i, i < boxoffice.RateWindow
+}
+
+// stats returns the figures read, the records in the order of their fields.
+func (p *statsParser) stats() queueStats {
+	if p.st.pace.Tick == 0 {
+		p.st.pace.Tick = boxoffice.DefaultAdmissionTick
+	}
+	for i, ok := range p.found {
+		if ok {
+			p.st.pace.Records = append(p.st.pace.Records, p.records[i])
+		}
+	}
+	return p.st
 }
 
 // waiting returns the position of the fan with join sequence seq at now.

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,6 +98,34 @@ func TestNewRedis_Bad(t *testing.T) {
 	} {
 		if _, err := store.NewRedis(tt.url, tt.prefix); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("NewRedis(%q, %q) = %v, want an error with %q", tt.url, tt.prefix, err, tt.want)
+		}
+	}
+}
+
+// Key writes %d and %s itself and leaves every other format to fmt: either
+// way the key is Prefix + fmt.Sprintf(format, args...).
+func TestRedis_Key(t *testing.T) {
+	r := &store.Redis{Prefix: "t1:"}
+	for _, c := range []struct {
+		format string
+		args   []any
+	}{
+		{"queue:{%d}", []any{int64(42)}},
+		{"seat:lock:{%d}:%s", []any{int64(-7), "A-12-7"}},
+		{"best:{%d}:%s:%d", []any{int64(9_000_000_000), "VIP", 4}},
+		{"admit:clock", nil},
+		{"admit:lock:*", nil},
+		{"hold:{%d}:%d", []any{int64(1), int32(2)}},
+		{"order:%v", []any{"x"}},
+		{"order:%x", []any{int64(255)}},
+		{"ratelimit:%s", []any{int64(3)}},
+		{"too:%d:%d", []any{int64(1)}},
+		{"extra:%d", []any{int64(1), "y"}},
+		{"tail:%", []any{int64(1)}},
+		{"pct:%%d", []any{int64(1)}},
+	} {
+		if got, want := r.Key(c.format, c.args...), r.Prefix+fmt.Sprintf(c.format, c.args...); got != want {
+			t.Errorf("Key(%q, %v) = %q, want %q", c.format, c.args, got, want)
 		}
 	}
 }

@@ -22,7 +22,9 @@
 -- KEYS[9] queue:proof:{e}:<challenge>, only with a proof of work
 -- ARGV[6] the draw's time (Unix ms), 0 for no pre-queue, ARGV[7] a fresh
 -- draw ticket, ARGV[8] its rank (draw, queue_draw.lua), ARGV[9] until when
--- (Unix ms) the proof of work is remembered as used
+-- (Unix ms) the proof of work is remembered as used, ARGV[10] the epoch of
+-- the figures the instance read in the current tick window ("" for none)
+-- and ARGV[11] whether they say sold out ("1" or "0")
 --
 -- A join with a proof of work (KEYS[9]) takes it once: a proof used before
 -- is refused ("proof_used") and nothing changes.
@@ -31,23 +33,49 @@
 -- the pre-queue (keeping its ticket if it has one, its session updated);
 -- at or after it, the join draws first (draw, from queue_draw.lua).
 --
--- Returns {state, sequence, now (Unix ms, Redis clock), stats as HGETALL},
+-- Returns {state, sequence, now (Unix ms, Redis clock), figures},
 -- state one of "limit_reached", "proof_used", "admitted", "rejoined", "joined",
--- "sold_out"; or {"prequeue", 0, now, stats, ticket, entrants}.
+-- "sold_out"; or {"prequeue", 0, now, figures, ticket, entrants}. figures
+-- is the queue's whole stats hash (as HGETALL) for "joined" and "rejoined"
+-- unless the instance's figures (ARGV[10], ARGV[11]) have its epoch and
+-- sold-out mark, and otherwise the queue's epoch alone, a string ("" for
+-- none): a fan in line is placed with figures of the current tick window,
+-- as a poll is (store.Queue.Position), and the reply stays small.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 local limit = tonumber(ARGV[5])
 if limit > 0 and tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0') >= limit then
-  return {'limit_reached', 0, now, {}}
+  return {'limit_reached', 0, now, ''}
 end
 
 if KEYS[9] and not redis.call('SET', KEYS[9], '1', 'NX', 'PXAT', ARGV[9]) then
-  return {'proof_used', 0, now, {}}
+  return {'proof_used', 0, now, ''}
+end
+
+-- the queue's epoch, sold-out mark and draw mark, read once
+local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'drawn')
+local epoch, sold_out = f[1], f[2] == '1'
+
+-- keep_epoch gives the queue an epoch if it has none.
+local function keep_epoch()
+  if not epoch then
+    epoch = ARGV[3]
+    redis.call('HSET', KEYS[4], 'epoch', epoch)
+  end
+end
+
+-- figures is the stats hash, or the epoch alone when the instance's
+-- figures have the queue's epoch and sold-out mark.
+local function figures()
+  if epoch == ARGV[10] and sold_out == (ARGV[11] == '1') then
+    return epoch
+  end
+  return redis.call('HGETALL', KEYS[4])
 end
 
 local draw_at = tonumber(ARGV[6])
-if draw_at > 0 and redis.call('HGET', KEYS[4], 'drawn') ~= '1' then
+if draw_at > 0 and f[3] ~= '1' then
   if now < draw_at then
     local ticket = ARGV[7]
     local v = redis.call('HGET', KEYS[8], ARGV[1])
@@ -57,10 +85,11 @@ if draw_at > 0 and redis.call('HGET', KEYS[4], 'drawn') ~= '1' then
       redis.call('ZADD', KEYS[7], 0, ARGV[8] .. ':' .. ticket .. ':' .. ARGV[1])
     end
     redis.call('HSET', KEYS[8], ARGV[1], ticket .. '|' .. ARGV[2])
-    redis.call('HSETNX', KEYS[4], 'epoch', ARGV[3])
-    return {'prequeue', 0, now, redis.call('HGETALL', KEYS[4]), ticket, redis.call('ZCARD', KEYS[7])}
+    keep_epoch()
+    return {'prequeue', 0, now, epoch, ticket, redis.call('ZCARD', KEYS[7])}
   end
   draw(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[3])
+  epoch = redis.call('HGET', KEYS[4], 'epoch')
 end
 
 local entry = redis.call('GET', KEYS[5])
@@ -69,21 +98,21 @@ if entry then
   if not bar or string.sub(entry, bar + 1) ~= ARGV[2] then
     redis.call('SET', KEYS[5], ARGV[4] .. '|' .. ARGV[2], 'KEEPTTL')
   end
-  return {'admitted', 0, now, redis.call('HGETALL', KEYS[4])}
+  return {'admitted', 0, now, epoch or ''}
 end
 
 local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
 if seq then
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-  return {'rejoined', seq, now, redis.call('HGETALL', KEYS[4])}
+  return {'rejoined', seq, now, figures()}
 end
 
-if redis.call('HGET', KEYS[4], 'sold_out') == '1' then
-  return {'sold_out', 0, now, redis.call('HGETALL', KEYS[4])}
+if sold_out then
+  return {'sold_out', 0, now, epoch or ''}
 end
 
 seq = redis.call('INCR', KEYS[2])
 redis.call('ZADD', KEYS[1], 'NX', seq, ARGV[1])
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-redis.call('HSETNX', KEYS[4], 'epoch', ARGV[3])
-return {'joined', seq, now, redis.call('HGETALL', KEYS[4])}
+keep_epoch()
+return {'joined', seq, now, figures()}
