@@ -1201,6 +1201,34 @@ func BenchmarkQueue_Join(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 }
 
+// BenchmarkQueue_Join_Sale is BenchmarkQueue_Join in a sale's steady
+// state: the queue's figures carry the records of RateWindow admitted
+// ticks, as they do once admission runs, and every fan joins twice (a
+// place, then the same place again), from one instance.
+func BenchmarkQueue_Join_Sale(b *testing.B) {
+	ctx := context.Background()
+	q := newQueue(b)
+	mustJoin(b, q, 1, 5*boxoffice.RateWindow)
+	for tick := range int64(boxoffice.RateWindow) {
+		if _, err := q.Admit(ctx, admission(5), tick+1, time.Second); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			a := 1000 + next.Add(1)/2
+			if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: "sid"}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
 func BenchmarkQueue_Position(b *testing.B) {
 	ctx := context.Background()
 	q := newQueue(b)
@@ -1310,6 +1338,44 @@ func TestQueue_Admit_RacingTicks(t *testing.T) {
 	st, err := q.QueueStats(ctx, queueEvent)
 	if err != nil || st.Waiting != fans-len(admitted) || st.AdmittedTotal != int64(len(admitted)) {
 		t.Fatalf("QueueStats = %+v, %v; want %d waiting, %d admitted", st, err, fans-len(admitted), len(admitted))
+	}
+}
+
+// A join places a fan with the figures its instance read in the current
+// tick window, but never with another line's epoch or a stale sold-out
+// mark: when Redis's differ from the instance's, the answer has Redis's.
+func TestQueue_Join_KeptFigures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	at := time.Now()
+	q.Redis.Now = func() time.Time { return at } // one tick window throughout
+	mustJoin(t, q, 1, 2)                         // the first join reads the figures, and q keeps them
+	p3, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 3, SessionKey: sess(3)})
+	if err != nil || p3.Status != boxoffice.QueueWaiting || p3.Position != 3 || p3.Epoch == "" {
+		t.Fatalf("Join(3) = %+v, %v; want waiting at 3", p3, err)
+	}
+
+	// Redis loses the line while q keeps its figures of the window.
+	keys, err := storetest.Keys(ctx, q.Redis, q.Redis.Prefix+"*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.DeleteKeys(ctx, q.Redis, keys); err != nil {
+		t.Fatal(err)
+	}
+	p4, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 4, SessionKey: sess(4)})
+	if err != nil || p4.Status != boxoffice.QueueWaiting || p4.Position != 1 || p4.Epoch == p3.Epoch || p4.Epoch == "" {
+		t.Fatalf("Join(4) after the loss = %+v, %v; want waiting at 1 in a new epoch (not %q)", p4, err, p3.Epoch)
+	}
+
+	// The line sells out; q's figures of the window do not say so.
+	if err := q.Redis.Client.HSet(ctx, q.Redis.Key("queue:stats:{%d}", queueEvent), "sold_out", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 4, SessionKey: sess(4)})
+	if err != nil || p.Status != boxoffice.QueueSoldOut || p.Epoch != p4.Epoch {
+		t.Fatalf("Join(4) again after the sell-out = %+v, %v; want sold out in epoch %q", p, err, p4.Epoch)
 	}
 }
 

@@ -23,8 +23,9 @@
 -- ARGV[6] the draw's time (Unix ms), 0 for no pre-queue, ARGV[7] a fresh
 -- draw ticket, ARGV[8] its rank (draw, queue_draw.lua), ARGV[9] until when
 -- (Unix ms) the proof of work is remembered as used, ARGV[10] the epoch of
--- the figures the instance read in the current tick window ("" for none)
--- and ARGV[11] whether they say sold out ("1" or "0")
+-- the figures the instance read in the current tick window ("" for none:
+-- the script then reads the whole stats hash at once) and ARGV[11] whether
+-- they say sold out ("1" or "0")
 --
 -- A join with a proof of work (KEYS[9]) takes it once: a proof used before
 -- is refused ("proof_used") and nothing changes.
@@ -53,29 +54,48 @@ if KEYS[9] and not redis.call('SET', KEYS[9], '1', 'NX', 'PXAT', ARGV[9]) then
   return {'proof_used', 0, now, ''}
 end
 
--- the queue's epoch, sold-out mark and draw mark, read once
-local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'drawn')
-local epoch, sold_out = f[1], f[2] == '1'
+-- The queue's epoch, sold-out mark and draw mark, read once: with the
+-- whole stats hash (stats, kept for the reply until a write changes the
+-- hash) when the instance has no figures of the window, else alone.
+local stats, epoch, sold_out, drawn
+if ARGV[10] == '' then
+  stats = redis.call('HGETALL', KEYS[4])
+  for i = 1, #stats, 2 do
+    local k, v = stats[i], stats[i + 1]
+    if k == 'epoch' then
+      epoch = v
+    elseif k == 'sold_out' then
+      sold_out = v
+    elseif k == 'drawn' then
+      drawn = v
+    end
+  end
+else
+  local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'drawn')
+  epoch, sold_out, drawn = f[1], f[2], f[3]
+end
+sold_out = sold_out == '1'
 
 -- keep_epoch gives the queue an epoch if it has none.
 local function keep_epoch()
   if not epoch then
     epoch = ARGV[3]
     redis.call('HSET', KEYS[4], 'epoch', epoch)
+    stats = nil
   end
 end
 
--- figures is the stats hash, or the epoch alone when the instance's
--- figures have the queue's epoch and sold-out mark.
+-- figures is the epoch alone when the instance's figures have the queue's
+-- epoch and sold-out mark, else the stats hash.
 local function figures()
   if epoch == ARGV[10] and sold_out == (ARGV[11] == '1') then
     return epoch
   end
-  return redis.call('HGETALL', KEYS[4])
+  return stats or redis.call('HGETALL', KEYS[4])
 end
 
 local draw_at = tonumber(ARGV[6])
-if draw_at > 0 and f[3] ~= '1' then
+if draw_at > 0 and drawn ~= '1' then
   if now < draw_at then
     local ticket = ARGV[7]
     local v = redis.call('HGET', KEYS[8], ARGV[1])
@@ -89,7 +109,7 @@ if draw_at > 0 and f[3] ~= '1' then
     return {'prequeue', 0, now, epoch, ticket, redis.call('ZCARD', KEYS[7])}
   end
   draw(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], ARGV[3])
-  epoch = redis.call('HGET', KEYS[4], 'epoch')
+  epoch, stats = redis.call('HGET', KEYS[4], 'epoch'), nil
 end
 
 local entry = redis.call('GET', KEYS[5])
