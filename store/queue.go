@@ -228,11 +228,11 @@ func (q *Queue) preAcctKey(e int64) string {
 // has reached r.Limit gets ELIMITREACHED and nothing changes (no place, no
 // turn moved). A fan in line is placed with the figures this instance read
 // in the current tick window, as Position places a poll (the head may lag
-// by the admission that ran since), when they have the queue's epoch and
-// sold-out mark: the script then answers those two and not the whole
-// figures, which it sends, and Join keeps, otherwise. The caller checks
-// that the event's queue is open (Event.QueueOpen) first: Join does not
-// read events.
+// by the admission that ran since), when the script finds that they have
+// the queue's epoch and sold-out mark, and it then answers the epoch
+// alone; otherwise it answers the whole figures, which Join keeps. The
+// caller checks that the event's queue is open (Event.QueueOpen) first:
+// Join does not read events.
 func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.QueuePosition, error) {
 	eventID, accountID, sessionKey := r.EventID, r.AccountID, r.SessionKey
 	if sessionKey == "" {
