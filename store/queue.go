@@ -712,94 +712,42 @@ type queueStats struct {
 // parseStats reads an HGETALL reply returned by a script (a flat array).
 func parseStats(v any) queueStats {
 	a, _ := v.([]any)
-	var p statsParser
+	m := make(map[string]string, len(a)/2)
 	for i := 0; i+1 < len(a); i += 2 {
 		k, _ := a[i].(string)
-		v, _ := a[i+1].(string)
-		p.field(k, v)
+		m[k], _ = a[i+1].(string)
 	}
-	return p.stats()
+	return statsFromMap(m)
 }
 
 func statsFromMap(m map[string]string) queueStats {
-	var p statsParser
-	for k, v := range m {
-		p.field(k, v)
+	num := func(k string) int64 { n, _ := strconv.ParseInt(m[k], 10, 64); return n }
+	st := queueStats{
+		epoch:    m["epoch"],
+		head:     num("head"),
+		admitted: num("admitted"),
+		soldOut:  m["sold_out"] == "1",
+		pace: boxoffice.AdmissionPace{
+			Tick:   time.Duration(num("tick_ms")) * time.Millisecond,
+			Rate:   int(num("rate")),
+			Paused: m["paused"] == "1",
+		},
 	}
-	return p.stats()
-}
-
-// statsParser builds queueStats from the fields of queue:stats:{e}, in any
-// order, with no allocation but the records' slice.
-type statsParser struct {
-	st      queueStats
-	records [boxoffice.RateWindow]boxoffice.AdmissionRecord
-	found   [boxoffice.RateWindow]bool
-}
-
-// field reads one field of the hash; fields it does not know, and numbers
-// that do not parse, are left out.
-func (p *statsParser) field(k, v string) {
-	num := func() int64 { n, _ := strconv.ParseInt(v, 10, 64); return n }
-	switch k {
-	case "epoch":
-		p.st.epoch = v
-	case "head":
-		p.st.head = num()
-	case "admitted":
-		p.st.admitted = num()
-	case "sold_out":
-		p.st.soldOut = v == "1"
-	case "tick_ms":
-		p.st.pace.Tick = time.Duration(num()) * time.Millisecond
-	case "rate":
-		p.st.pace.Rate = int(num())
-	case "paused":
-		p.st.pace.Paused = v == "1"
-	default:
-		// a tick's record, r<i> = "<tick>:<admitted>:<backlog 1 or 0>"
-		i, ok := recordIndex(k)
-		if !ok {
-			return
+	if st.pace.Tick == 0 {
+		st.pace.Tick = boxoffice.DefaultAdmissionTick
+	}
+	for i := range boxoffice.RateWindow {
+		f := strings.Split(m["r"+strconv.Itoa(i)], ":")
+		if len(f) != 3 {
+			continue
 		}
-		tickText, rest, ok1 := strings.Cut(v, ":")
-		nText, backlog, ok2 := strings.Cut(rest, ":")
-		tick, err1 := strconv.ParseInt(tickText, 10, 64)
-		n, err2 := strconv.Atoi(nText)
-		if ok1 && ok2 && !strings.Contains(backlog, ":") && err1 == nil && err2 == nil {
-			p.records[i] = boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: backlog == "1"}
-			p.found[i] = true
+		tick, err1 := strconv.ParseInt(f[0], 10, 64)
+		n, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			st.pace.Records = append(st.pace.Records, boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: f[2] == "1"})
 		}
 	}
-}
-
-// recordIndex returns i for the field "r<i>" (recordField), i below
-// RateWindow, without allocating for the other fields.
-func recordIndex(k string) (int, bool) {
-	if len(k) < 2 || k[0] != 'r' || (k[1] == '0' && len(k) > 2) {
-		return 0, false
-	}
-	i := 0
-	for _, c := range []byte(k[1:]) {
-		if c < '0' || c > '9' || i >= boxoffice.RateWindow {
-			return 0, false
-		}
-		i = i*10 + int(c-'0')
-	}
-	return i, i < boxoffice.RateWindow
-}
-
-// stats returns the figures read, the records in the order of their fields.
-func (p *statsParser) stats() queueStats {
-	if p.st.pace.Tick == 0 {
-		p.st.pace.Tick = boxoffice.DefaultAdmissionTick
-	}
-	for i, ok := range p.found {
-		if ok {
-			p.st.pace.Records = append(p.st.pace.Records, p.records[i])
-		}
-	}
-	return p.st
+	return st
 }
 
 // waiting returns the position of the fan with join sequence seq at now.
