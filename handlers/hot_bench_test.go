@@ -254,8 +254,26 @@ func BenchmarkHot(b *testing.B) {
 			return s.request(f, "GET", s.queuePath()+"/status", "", "HX-Request: true")
 		})
 	})
+	// The same poll of fans already admitted: one read of Redis each (their
+	// place is behind the head, so the figures cannot answer it). This and
+	// what follows admit the fans, so they run last.
+	b.Run("Position/Admitted/JSON", func(b *testing.B) {
+		s.admit(b)
+		s.run(b, http.StatusOK, func(f *hotFan) *http.Request {
+			return s.request(f, "GET", s.queuePath()+"/status", "", "Accept: application/json")
+		})
+	})
+	// GET /events/{id}/entry (JSON) of admitted fans: the entry token's read,
+	// as the seat map page and checkout make it.
+	b.Run("Entry/JSON", func(b *testing.B) {
+		s.admit(b)
+		path := fmt.Sprintf("/events/%d/entry", s.event.ID)
+		s.run(b, http.StatusOK, func(f *hotFan) *http.Request {
+			return s.request(f, "GET", path, "", "Accept: application/json")
+		})
+	})
 	// POST /events/{id}/holds (JSON) of admitted fans, each holding its own
-	// seat again: the hold script. It admits the fans, so it runs last.
+	// seat again: the hold script.
 	b.Run("Hold/JSON", func(b *testing.B) {
 		s.admit(b)
 		path := fmt.Sprintf("/events/%d/holds", s.event.ID)
