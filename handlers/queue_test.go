@@ -3,11 +3,13 @@ package handlers_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha1"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -681,27 +683,59 @@ func (a *testApp) joinedFan(t *testing.T, eventID int64, email string) (*client,
 	return c, p.Position
 }
 
-// positionsHook counts the Redis pipelines that read queue positions (the
-// ZMSCORE of Positions) and the most fans one of them read.
+// positionsHook counts the reads of queue positions (queue_positions.lua, see
+// positionsRead) and the most fans one of them read.
 type positionsHook struct {
 	reads, most atomic.Int64
 }
 
-func (h *positionsHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *positionsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *positionsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if c.Name() == "zmscore" {
-				h.reads.Add(1)
-				n := int64(len(c.Args()) - 2)
-				for m := h.most.Load(); n > m && !h.most.CompareAndSwap(m, n); m = h.most.Load() {
-				}
-				break
+func (h *positionsHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *positionsHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if n, ok := positionsRead(cmd); ok {
+			h.reads.Add(1)
+			for m := h.most.Load(); int64(n) > m && !h.most.CompareAndSwap(m, int64(n)); m = h.most.Load() {
 			}
 		}
-		return next(ctx, cmds)
+		return err
 	}
+}
+func (h *positionsHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// positionsLua is the store's script that reads queue positions.
+var positionsLua = sync.OnceValue(func() string {
+	b, err := os.ReadFile("../store/lua/queue_positions.lua")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+})
+
+// positionsRead reports whether cmd is a read of queue positions that Redis
+// answered (queue_positions.lua by its hash or, the first time, its
+// source), and for how many fans: its ARGV are the number of stats fields,
+// the fields, then the fans.
+func positionsRead(cmd redis.Cmder) (fans int, ok bool) {
+	a := cmd.Args()
+	if cmd.Err() != nil || len(a) < 4 {
+		return 0, false
+	}
+	switch src := positionsLua(); cmd.Name() {
+	case "evalsha_ro":
+		ok = a[1] == fmt.Sprintf("%x", sha1.Sum([]byte(src)))
+	case "eval_ro":
+		ok = a[1] == src
+	}
+	keys, _ := a[2].(int)
+	if !ok || len(a) < 4+keys {
+		return 0, false
+	}
+	argv := a[3+keys:]
+	fields, _ := argv[0].(int)
+	return len(argv) - 1 - fields, true
 }
 
 // However many fans of an event are connected to an instance, it reads

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/pressly/goose/v3"
+	"github.com/redis/go-redis/v9"
 )
 
 // MigrateUpTo applies the embedded migrations up to version and no
@@ -38,4 +39,21 @@ var SearchQuery = searchQuery
 // Refunds.Apply does once PostgreSQL committed the refund.
 func Unsell(ctx context.Context, h *Holds, eventID, accountID int64, labels []string) error {
 	return h.unsell(ctx, eventID, accountID, labels)
+}
+
+// IsPositionsRead reports whether cmd is a read of queue positions
+// (queue_positions.lua, by its hash or, the first time, its source) that
+// Redis answered.
+func IsPositionsRead(cmd redis.Cmder) bool {
+	a := cmd.Args()
+	if cmd.Err() != nil || len(a) < 2 {
+		return false
+	}
+	switch cmd.Name() {
+	case "evalsha_ro":
+		return a[1] == queuePositionsScript.Hash()
+	case "eval_ro":
+		return a[1] == queuePositionsLua
+	}
+	return false
 }

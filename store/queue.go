@@ -26,6 +26,10 @@ var (
 	queueStatsLua string
 	//go:embed lua/queue_draw_state.lua
 	queueDrawStateLua string
+	//go:embed lua/queue_positions.lua
+	queuePositionsLua string
+	//go:embed lua/queue_entry.lua
+	queueEntryLua string
 	//go:embed lua/queue_join.lua lua/queue_draw.lua lua/queue_draw_run.lua
 	queueLua embed.FS
 
@@ -34,6 +38,8 @@ var (
 	queueAdmitScript     = redis.NewScript(queueAdmitLua)
 	queueStatsScript     = redis.NewScript(queueStatsLua)
 	queueDrawStateScript = redis.NewScript(queueDrawStateLua)
+	queuePositionsScript = redis.NewScript(queuePositionsLua)
+	queueEntryScript     = redis.NewScript(queueEntryLua)
 )
 
 // Queue is the waiting room of every event, in Redis (DESIGN.md rules 5, 6
@@ -335,24 +341,23 @@ func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place bo
 			return f.st.waiting(place.Sequence, f.now.Add(q.Redis.Now().Sub(f.at))), nil
 		}
 	}
-	m, err := q.positions(ctx, eventID, map[int64]string{accountID: place.Epoch}, lead)
-	if err != nil {
+	var p [1]boxoffice.QueuePosition
+	if err := q.positions(ctx, eventID, []int64{accountID}, []string{place.Epoch}, p[:], lead); err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
-	p := m[accountID]
-	switch p.Status {
+	switch p[0].Status {
 	case boxoffice.QueueExpired:
 		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonExpired)
 	case boxoffice.QueueNotInQueue:
 		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonNone)
 	}
-	return p, nil
+	return p[0], nil
 }
 
 // Positions returns the positions of many fans of one event in one Redis
-// round trip (a MULTI/EXEC pipeline of four commands: TIME, HGETALL of the
-// shared figures, ZMSCORE of the line and of the live tokens), whatever the
-// number of fans, so that an instance can push every connected fan's
+// round trip (one read-only script, queue_positions.lua: TIME, HMGET of the
+// shared figures, ZMSCORE of the line, and of the live tokens only when
+// some fan is not in line), whatever the number of fans, so that an instance can push every connected fan's
 // fragment each tick. fans maps account ids to the epoch each session kept
 // from Join ("" if none). Every account gets an entry: QueueWaiting (or
 // QueueSoldOut) with its position, QueueAdmitted, QueueReset (not found, and
@@ -362,65 +367,79 @@ func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]str
 	if len(fans) == 0 {
 		return map[int64]boxoffice.QueuePosition{}, nil
 	}
-	return q.positions(ctx, eventID, fans, nil)
+	ids, epochs := make([]int64, 0, len(fans)), make([]string, 0, len(fans))
+	for id, epoch := range fans {
+		ids, epochs = append(ids, id), append(epochs, epoch)
+	}
+	ps := make([]boxoffice.QueuePosition, len(ids))
+	if err := q.positions(ctx, eventID, ids, epochs, ps, nil); err != nil {
+		return nil, err
+	}
+	out := make(map[int64]boxoffice.QueuePosition, len(ids))
+	for i, id := range ids {
+		out[id] = ps[i]
+	}
+	return out, nil
 }
 
-// positions is Positions for at least one fan; fl, if not nil, is the
+// positionsArgs is the start of queue_positions.lua's ARGV: the number of
+// stats fields, then the fields.
+var positionsArgs = func() []any {
+	args := []any{len(statsFields)}
+	for _, f := range statsFields {
+		args = append(args, f)
+	}
+	return args
+}()
+
+// positions is Positions for at least one fan: it sets out[i] to the
+// position of the account ids[i], whose session kept epochs[i] from Join
+// (out, ids and epochs have the same length). fl, if not nil, is the
 // refresh of the figures that this read leads, landed with its figures.
-func (q *Queue) positions(ctx context.Context, eventID int64, fans map[int64]string, fl *figuresFlight) (map[int64]boxoffice.QueuePosition, error) {
+func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epochs []string, out []boxoffice.QueuePosition, fl *figuresFlight) error {
 	gen := q.figuresGen(eventID)
 	if fl != nil {
 		gen = fl.gen
 	}
-	out := make(map[int64]boxoffice.QueuePosition, len(fans))
-	ids := make([]int64, 0, len(fans))
-	members := make([]string, 0, len(fans))
-	for id := range fans {
-		ids = append(ids, id)
-		members = append(members, strconv.FormatInt(id, 10))
+	args := make([]any, len(positionsArgs), len(positionsArgs)+len(ids))
+	copy(args, positionsArgs)
+	for _, id := range ids {
+		args = append(args, strconv.FormatInt(id, 10))
 	}
-	var (
-		timeCmd  *redis.TimeCmd
-		statsCmd *redis.MapStringStringCmd
-		seqCmd   *redis.FloatSliceCmd
-		liveCmd  *redis.FloatSliceCmd
-	)
-	_, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		timeCmd = p.Time(ctx)
-		statsCmd = p.HGetAll(ctx, q.statsKey(eventID))
-		seqCmd = p.ZMScore(ctx, q.queueKey(eventID), members...)
-		liveCmd = p.ZMScore(ctx, q.liveKey(eventID), members...)
-		return nil
-	})
+	keys := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}
+	res, err := queuePositionsScript.RunRO(ctx, q.Redis.Client, keys, args...).Slice()
+	if err == nil && len(res) != 1+len(statsFields)+2*len(ids) {
+		err = fmt.Errorf("unexpected reply %v", res)
+	}
 	if err != nil {
 		if fl != nil {
 			q.land(eventID, fl, queueFigures{}, false)
 		}
-		return nil, fmt.Errorf("queue positions of event %d: %w", eventID, err)
+		return fmt.Errorf("queue positions of event %d: %w", eventID, err)
 	}
-	now := timeCmd.Val()
-	st := statsFromMap(statsCmd.Val())
+	now := time.UnixMilli(toInt64(res[0]))
+	st := statsFromFields(res[1 : 1+len(statsFields)])
 	f := q.keepFigures(eventID, gen, st, now)
 	if fl != nil {
 		q.land(eventID, fl, f, true)
 	}
-	seqs, lives := seqCmd.Val(), liveCmd.Val()
-	for i, id := range ids {
-		seq, live := int64(seqs[i]), int64(lives[i])
-		switch epoch := fans[id]; {
+	seqs, lives := res[1+len(statsFields):1+len(statsFields)+len(ids)], res[1+len(statsFields)+len(ids):]
+	for i := range ids {
+		seq, live := toInt64(seqs[i]), toInt64(lives[i])
+		switch epoch := epochs[i]; {
 		case seq > 0:
-			out[id] = st.waiting(seq, now)
+			out[i] = st.waiting(seq, now)
 		case live >= now.UnixMilli():
-			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}
+			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}
 		case epoch != "" && epoch != st.epoch:
-			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueReset, Epoch: st.epoch}
+			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueReset, Epoch: st.epoch}
 		case live > 0:
-			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueExpired, Epoch: st.epoch}
+			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueExpired, Epoch: st.epoch}
 		default:
-			out[id] = boxoffice.QueuePosition{Status: boxoffice.QueueNotInQueue, Epoch: st.epoch}
+			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueNotInQueue, Epoch: st.epoch}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // EntryToken returns the account's live entry token for the event and its
@@ -489,33 +508,36 @@ func noEntryYet() error {
 	return noEntry(boxoffice.ReasonNone)
 }
 
+// readEntry reads the account's entry token for the event in one read-only
+// script (queue_entry.lua).
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
-	key := q.Redis.entryKey(eventID, accountID)
-	var (
-		getCmd  *redis.StringCmd
-		ttlCmd  *redis.DurationCmd
-		liveCmd *redis.FloatCmd
-	)
-	_, err := q.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		getCmd = p.Get(ctx, key)
-		ttlCmd = p.PTTL(ctx, key)
-		liveCmd = p.ZScore(ctx, q.liveKey(eventID), strconv.FormatInt(accountID, 10))
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
+	acct := strconv.FormatInt(accountID, 10)
+	keys := []string{q.Redis.entryPrefix(eventID) + acct, q.liveKey(eventID)}
+	res, err := queueEntryScript.RunRO(ctx, q.Redis.Client, keys, acct).Slice()
+	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
 	}
-	v, err := getCmd.Result()
-	if errors.Is(err, redis.Nil) {
-		if liveCmd.Err() != nil {
-			return entry{}, nil
-		}
-		return entry{ended: endedReason(liveCmd.Val())}, nil
-	} else if err != nil {
-		return entry{}, fmt.Errorf("read entry token: %w", err)
+	switch {
+	case len(res) == 0:
+		return entry{}, nil
+	case len(res) != 2:
+		return entry{}, fmt.Errorf("read entry token of account %d for event %d: unexpected reply %v", accountID, eventID, res)
+	}
+	v, ok := res[0].(string)
+	if !ok {
+		return entry{ended: endedReason(float64(toInt64(res[1])))}, nil
 	}
 	token, session, _ := strings.Cut(v, "|")
-	return entry{token: token, session: session, ttl: ttlCmd.Val()}, nil
+	return entry{token: token, session: session, ttl: pttl(toInt64(res[1]))}, nil
+}
+
+// pttl is the duration of a PTTL reply of n, as go-redis's PTTL gives it:
+// -1 (no expiry) and -2 (no key) stay as they are, in nanoseconds.
+func pttl(n int64) time.Duration {
+	if n < 0 {
+		return time.Duration(n)
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 // QueueStats returns the event's waiting-room figures in one round trip.
@@ -721,23 +743,61 @@ func parseStats(v any) queueStats {
 }
 
 func statsFromMap(m map[string]string) queueStats {
-	num := func(k string) int64 { n, _ := strconv.ParseInt(m[k], 10, 64); return n }
+	return statsFrom(func(k string) string { return m[k] })
+}
+
+// statsFields are the fields of queue:stats:{e} that queueStats holds, in
+// the order queue_positions.lua reads them (HMGET): seven figures, then the
+// ring of tick records (recordFields).
+var statsFields = func() []string {
+	f := []string{"epoch", "head", "admitted", "sold_out", "tick_ms", "rate", "paused"}
+	for i := range boxoffice.RateWindow {
+		f = append(f, "r"+strconv.Itoa(i))
+	}
+	return f
+}()
+
+// recordFields are the fields of the tick records, r0 to r9 (recordField).
+var recordFields = statsFields[len(statsFields)-boxoffice.RateWindow:]
+
+// statsFieldIndex maps each of statsFields to its index.
+var statsFieldIndex = func() map[string]int {
+	m := make(map[string]int, len(statsFields))
+	for i, f := range statsFields {
+		m[f] = i
+	}
+	return m
+}()
+
+// statsFromFields reads an HMGET reply of statsFields returned by a script
+// (nil where a field is unset).
+func statsFromFields(vals []any) queueStats {
+	return statsFrom(func(k string) string {
+		v, _ := vals[statsFieldIndex[k]].(string)
+		return v
+	})
+}
+
+// statsFrom reads queueStats from field, which returns a field's value ("" if
+// unset).
+func statsFrom(field func(string) string) queueStats {
+	num := func(k string) int64 { n, _ := strconv.ParseInt(field(k), 10, 64); return n }
 	st := queueStats{
-		epoch:    m["epoch"],
+		epoch:    field("epoch"),
 		head:     num("head"),
 		admitted: num("admitted"),
-		soldOut:  m["sold_out"] == "1",
+		soldOut:  field("sold_out") == "1",
 		pace: boxoffice.AdmissionPace{
 			Tick:   time.Duration(num("tick_ms")) * time.Millisecond,
 			Rate:   int(num("rate")),
-			Paused: m["paused"] == "1",
+			Paused: field("paused") == "1",
 		},
 	}
 	if st.pace.Tick == 0 {
 		st.pace.Tick = boxoffice.DefaultAdmissionTick
 	}
 	for i := range boxoffice.RateWindow {
-		f := strings.Split(m["r"+strconv.Itoa(i)], ":")
+		f := strings.Split(field(recordFields[i]), ":")
 		if len(f) != 3 {
 			continue
 		}

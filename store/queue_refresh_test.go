@@ -8,25 +8,26 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/redis/go-redis/v9"
 )
 
-// refreshHook counts the reads of an event's shared figures (the HGETALL
-// of queue:stats:{e} in a pipeline).
+// refreshHook counts the reads of an event's shared figures (each read of
+// queue positions reads them).
 type refreshHook struct{ refreshes atomic.Int64 }
 
-func (h *refreshHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
-func (h *refreshHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-func (h *refreshHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if c.Name() == "hgetall" {
-				h.refreshes.Add(1)
-				break
-			}
+func (h *refreshHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *refreshHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if store.IsPositionsRead(cmd) {
+			h.refreshes.Add(1)
 		}
-		return next(ctx, cmds)
+		return err
 	}
+}
+func (h *refreshHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
 
 // Hundreds of polls of fans who stay waiting arrive together, tick after tick, while

@@ -1,0 +1,49 @@
+-- Read the positions of fans of one event (store.Queue.Positions) and the
+-- event's shared figures, at one instant of Redis's clock. Read-only.
+--
+-- KEYS[1] queue:{e}, KEYS[2] entry:live:{e}, KEYS[3] queue:stats:{e}
+-- ARGV[1] the number of stats fields asked for, then the fields, then the
+-- accounts
+--
+-- Returns {now (Unix ms), the fields' values (false where unset), then per
+-- account its join sequence in queue:{e} (0 if not in line), then per
+-- account its score in entry:live:{e} (0 if none); the live scores are read
+-- only when some account is not in line, and are all 0 otherwise}.
+local t = redis.call('TIME')
+local out = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
+local nf = tonumber(ARGV[1])
+for _, v in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, 2, 1 + nf))) do
+  out[#out + 1] = v
+end
+
+-- scores returns the scores of ARGV[from..to] in key, 0 for a missing
+-- member, read in chunks that stay within Lua's stack for unpack.
+local function scores(key, from, to)
+  local s = {}
+  for i = from, to, 1000 do
+    for _, v in ipairs(redis.call('ZMSCORE', key, unpack(ARGV, i, math.min(i + 999, to)))) do
+      s[#s + 1] = tonumber(v) or 0
+    end
+  end
+  return s
+end
+
+local first, last = 2 + nf, #ARGV
+local seqs = scores(KEYS[1], first, last)
+local missing = false
+for _, seq in ipairs(seqs) do
+  out[#out + 1] = seq
+  if seq == 0 then
+    missing = true
+  end
+end
+if missing then
+  for _, live in ipairs(scores(KEYS[2], first, last)) do
+    out[#out + 1] = live
+  end
+else
+  for _ = first, last do
+    out[#out + 1] = 0
+  end
+end
+return out
