@@ -408,8 +408,13 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	}
 	keys := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}
 	res, err := queuePositionsScript.RunRO(ctx, q.Redis.Client, keys, args...).Slice()
-	if err == nil && len(res) != 1+len(statsFields)+2*len(ids) {
-		err = fmt.Errorf("unexpected reply %v", res)
+	var packed string
+	if err == nil {
+		if len(res) == 2+2*len(ids) {
+			packed, _ = res[1].(string)
+		} else {
+			err = fmt.Errorf("unexpected reply %v", res)
+		}
 	}
 	if err != nil {
 		if fl != nil {
@@ -418,12 +423,12 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 		return fmt.Errorf("queue positions of event %d: %w", eventID, err)
 	}
 	now := time.UnixMilli(toInt64(res[0]))
-	st := statsFromFields(res[1 : 1+len(statsFields)])
+	st := statsFromPacked(packed)
 	f := q.keepFigures(eventID, gen, st, now)
 	if fl != nil {
 		q.land(eventID, fl, f, true)
 	}
-	seqs, lives := res[1+len(statsFields):1+len(statsFields)+len(ids)], res[1+len(statsFields)+len(ids):]
+	seqs, lives := res[2:2+len(ids)], res[2+len(ids):]
 	for i := range ids {
 		seq, live := toInt64(seqs[i]), toInt64(lives[i])
 		switch epoch := epochs[i]; {
@@ -750,12 +755,18 @@ func statsFromMap(m map[string]string) queueStats {
 // the order queue_positions.lua reads them (HMGET): seven figures, then the
 // ring of tick records (recordFields).
 var statsFields = func() []string {
-	f := []string{"epoch", "head", "admitted", "sold_out", "tick_ms", "rate", "paused"}
+	f := statsFigures[:]
 	for i := range boxoffice.RateWindow {
 		f = append(f, "r"+strconv.Itoa(i))
 	}
 	return f
 }()
+
+// statsFigures are the fields of statsFields before the tick records.
+var statsFigures = [...]string{"epoch", "head", "admitted", "sold_out", "tick_ms", "rate", "paused"}
+
+// statsFieldCount is len(statsFields).
+const statsFieldCount = len(statsFigures) + boxoffice.RateWindow
 
 // recordFields are the fields of the tick records, r0 to r9 (recordField).
 var recordFields = statsFields[len(statsFields)-boxoffice.RateWindow:]
@@ -769,13 +780,14 @@ var statsFieldIndex = func() map[string]int {
 	return m
 }()
 
-// statsFromFields reads an HMGET reply of statsFields returned by a script
-// (nil where a field is unset).
-func statsFromFields(vals []any) queueStats {
-	return statsFrom(func(k string) string {
-		v, _ := vals[statsFieldIndex[k]].(string)
-		return v
-	})
+// statsFromPacked reads the values of statsFields joined by "|" ("" where a
+// field is unset), as queue_positions.lua returns them.
+func statsFromPacked(packed string) queueStats {
+	var vals [statsFieldCount]string
+	for i := range vals {
+		vals[i], packed, _ = strings.Cut(packed, "|")
+	}
+	return statsFrom(func(k string) string { return vals[statsFieldIndex[k]] })
 }
 
 // statsFrom reads queueStats from field, which returns a field's value ("" if
@@ -796,15 +808,17 @@ func statsFrom(field func(string) string) queueStats {
 	if st.pace.Tick == 0 {
 		st.pace.Tick = boxoffice.DefaultAdmissionTick
 	}
+	st.pace.Records = make([]boxoffice.AdmissionRecord, 0, boxoffice.RateWindow)
 	for i := range boxoffice.RateWindow {
-		f := strings.Split(field(recordFields[i]), ":")
-		if len(f) != 3 {
+		tickText, rest, ok1 := strings.Cut(field(recordFields[i]), ":")
+		nText, backlog, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 || strings.Contains(backlog, ":") {
 			continue
 		}
-		tick, err1 := strconv.ParseInt(f[0], 10, 64)
-		n, err2 := strconv.Atoi(f[1])
+		tick, err1 := strconv.ParseInt(tickText, 10, 64)
+		n, err2 := strconv.Atoi(nText)
 		if err1 == nil && err2 == nil {
-			st.pace.Records = append(st.pace.Records, boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: f[2] == "1"})
+			st.pace.Records = append(st.pace.Records, boxoffice.AdmissionRecord{Tick: tick, Admitted: n, Backlog: backlog == "1"})
 		}
 	}
 	return st

@@ -5,16 +5,20 @@
 -- ARGV[1] the number of stats fields asked for, then the fields, then the
 -- accounts
 --
--- Returns {now (Unix ms), the fields' values (false where unset), then per
--- account its join sequence in queue:{e} (0 if not in line), then per
--- account its score in entry:live:{e} (0 if none); the live scores are read
--- only when some account is not in line, and are all 0 otherwise}.
+-- Returns {now (Unix ms), the fields' values joined by "|" ("" where unset;
+-- no value holds a "|"), then per account its join sequence in queue:{e} (0
+-- if not in line), then per account its score in entry:live:{e} (0 if none);
+-- the live scores are read only when some account is not in line, and are
+-- all 0 otherwise}.
 local t = redis.call('TIME')
-local out = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
 local nf = tonumber(ARGV[1])
-for _, v in ipairs(redis.call('HMGET', KEYS[3], unpack(ARGV, 2, 1 + nf))) do
-  out[#out + 1] = v
+local fields = redis.call('HMGET', KEYS[3], unpack(ARGV, 2, 1 + nf))
+for i = 1, nf do
+  if not fields[i] then
+    fields[i] = ''
+  end
 end
+local out = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), table.concat(fields, '|')}
 
 -- scores returns the scores of ARGV[from..to] in key, 0 for a missing
 -- member, read in chunks that stay within Lua's stack for unpack.
