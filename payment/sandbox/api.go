@@ -27,7 +27,7 @@ type apiAnswer struct {
 // apiOp performs one API call inside the transaction the api wrapper opened,
 // returning the answer and the webhook deliveries it wrote (to start after
 // commit). An error is a failure of the sandbox itself (500).
-type apiOp func(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []int64, error)
+type apiOp func(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []webhook, error)
 
 func paymentAnswer(p *boxoffice.Payment) apiAnswer {
 	b, _ := json.Marshal(p) // a boxoffice.Payment always encodes
@@ -90,7 +90,7 @@ func (s *Sandbox) api(op apiOp) http.HandlerFunc {
 		}
 		ctx := r.Context()
 		var ans apiAnswer
-		var deliveries []int64
+		var deliveries []webhook
 		err = pgx.BeginFunc(ctx, s.cfg.Pool, func(tx pgx.Tx) error {
 			if idemKey != "" {
 				tag, err := tx.Exec(ctx, `INSERT INTO sandbox_pg.sandbox_pg_idempotency (idempotency_key, method, path)
@@ -126,8 +126,8 @@ func (s *Sandbox) api(op apiOp) http.HandlerFunc {
 				"An internal error occurred. Please try again."))
 			return
 		}
-		for _, id := range deliveries {
-			s.spawn(id)
+		for _, hook := range deliveries {
+			s.spawn(hook)
 		}
 		writeAnswer(w, ans)
 	}
@@ -171,7 +171,7 @@ const rejectCardMessage = "Refer to card issuer/decline."
 
 // confirmAPI handles POST /v1/payments/confirm {"paymentKey", "orderId",
 // "amount"} (docs.tosspayments.com/reference#결제-승인).
-func (s *Sandbox) confirmAPI(ctx context.Context, tx pgx.Tx, _ *http.Request, body []byte) (apiAnswer, []int64, error) {
+func (s *Sandbox) confirmAPI(ctx context.Context, tx pgx.Tx, _ *http.Request, body []byte) (apiAnswer, []webhook, error) {
 	var in struct {
 		PaymentKey string `json:"paymentKey"`
 		OrderID    string `json:"orderId"`
@@ -189,7 +189,7 @@ func (s *Sandbox) confirmAPI(ctx context.Context, tx pgx.Tx, _ *http.Request, bo
 // the payment. The others answer: 404 NOT_FOUND_PAYMENT for an unknown key,
 // 400 INVALID_REQUEST when orderId or amount differ from the payment's, 400
 // ALREADY_PROCESSED_PAYMENT when it left IN_PROGRESS before.
-func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []int64, error) {
+func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []webhook, error) {
 	p, scenario, err := scanPayment(tx.QueryRow(ctx, `UPDATE sandbox_pg.sandbox_pg_payment SET
 			status = CASE WHEN scenario = $4 THEN 'ABORTED' ELSE 'DONE' END,
 			approved_at = CASE WHEN scenario = $4 THEN NULL ELSE $5::timestamptz END,
@@ -216,7 +216,7 @@ func (s *Sandbox) confirm(ctx context.Context, tx pgx.Tx, paymentKey, orderID st
 
 // confirmRefused says why confirm changed nothing. Payments only move
 // forward, so what it reads still explains the UPDATE's miss.
-func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []int64, error) {
+func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, orderID string, amount int64) (apiAnswer, []webhook, error) {
 	var gotOrderID string
 	var gotAmount int64
 	err := tx.QueryRow(ctx, `SELECT order_id, total_amount FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, paymentKey).
@@ -235,19 +235,19 @@ func (s *Sandbox) confirmRefused(ctx context.Context, tx pgx.Tx, paymentKey, ord
 // getPaymentAPI handles GET /v1/payments/{paymentKey}
 // (docs.tosspayments.com/reference#paymentkey로-결제-조회): 200 and the
 // boxoffice.Payment, or 404 NOT_FOUND_PAYMENT.
-func (s *Sandbox) getPaymentAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []int64, error) {
+func (s *Sandbox) getPaymentAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []webhook, error) {
 	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, r.PathValue("paymentKey"))
 }
 
 // getPaymentByOrderAPI handles GET /v1/payments/orders/{orderId}
 // (docs.tosspayments.com/reference#orderid로-결제-조회): 200 and the order's
 // latest payment, or 404 NOT_FOUND_PAYMENT.
-func (s *Sandbox) getPaymentByOrderAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []int64, error) {
+func (s *Sandbox) getPaymentByOrderAPI(ctx context.Context, tx pgx.Tx, r *http.Request, _ []byte) (apiAnswer, []webhook, error) {
 	return s.lookUp(ctx, tx, `SELECT `+paymentColumns+` FROM sandbox_pg.sandbox_pg_payment WHERE order_id = $1
 		ORDER BY seq DESC LIMIT 1`, r.PathValue("orderId"))
 }
 
-func (s *Sandbox) lookUp(ctx context.Context, tx pgx.Tx, query, arg string) (apiAnswer, []int64, error) {
+func (s *Sandbox) lookUp(ctx context.Context, tx pgx.Tx, query, arg string) (apiAnswer, []webhook, error) {
 	p, _, err := scanPayment(tx.QueryRow(ctx, query, arg))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return answerNotFound, nil, nil
@@ -267,7 +267,7 @@ func (s *Sandbox) lookUp(ctx context.Context, tx pgx.Tx, query, arg string) (api
 // currency other than KRW; 404 NOT_FOUND_PAYMENT; 400 ALREADY_CANCELED_PAYMENT;
 // 403 NOT_CANCELABLE_AMOUNT when cancelAmount is not above 0 or more than the
 // balance; 403 NOT_CANCELABLE_PAYMENT when the payment was never confirmed.
-func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []int64, error) {
+func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, body []byte) (apiAnswer, []webhook, error) {
 	var in struct {
 		CancelReason string `json:"cancelReason"`
 		CancelAmount *int64 `json:"cancelAmount"`
@@ -305,7 +305,7 @@ func (s *Sandbox) cancelAPI(ctx context.Context, tx pgx.Tx, r *http.Request, bod
 }
 
 // cancelRefused says why cancel changed nothing (see confirmRefused).
-func (s *Sandbox) cancelRefused(ctx context.Context, tx pgx.Tx, paymentKey string) (apiAnswer, []int64, error) {
+func (s *Sandbox) cancelRefused(ctx context.Context, tx pgx.Tx, paymentKey string) (apiAnswer, []webhook, error) {
 	var status boxoffice.PaymentStatus
 	err := tx.QueryRow(ctx, `SELECT status FROM sandbox_pg.sandbox_pg_payment WHERE payment_key = $1`, paymentKey).Scan(&status)
 	switch {

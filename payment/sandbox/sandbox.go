@@ -411,7 +411,7 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	paymentKey := "tsbx" + rand.Text()
-	var deliveries []int64
+	var deliveries []webhook
 	err := pgx.BeginFunc(r.Context(), s.cfg.Pool, func(tx pgx.Tx) error {
 		_, err := tx.Exec(r.Context(), `INSERT INTO sandbox_pg.sandbox_pg_payment
 			(payment_key, order_id, order_name, status, total_amount, balance_amount, scenario, requested_at)
@@ -437,9 +437,9 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 	}
 	// ScenarioWebhookBeforeRedirect: the first attempt of each webhook ends
 	// before the buyer is redirected.
-	for _, id := range deliveries {
+	for _, hook := range deliveries {
 		select {
-		case <-s.spawn(id):
+		case <-s.spawn(hook):
 		case <-r.Context().Done():
 		}
 	}

@@ -39,8 +39,13 @@ func (d *delivery) markAttempted() { d.once.Do(func() { close(d.attempted) }) }
 // (docs.tosspayments.com/guides/v2/webhook): one, due now, by default; two
 // under ScenarioWebhookTwice; one due after LateDelay under
 // ScenarioWebhookLate; none under ScenarioWebhookNever or without a
-// WebhookURL. It returns their ids, to start after commit.
-func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, scenario string) ([]int64, error) {
+// WebhookURL. It returns them, to start after commit. A webhook due now is
+// written already leased to this instance (lease_until webhookLease past
+// now), so that its first attempt costs no commit of its own: the
+// transaction that changed the payment takes the lease, and only the
+// attempt's outcome is written afterwards. A late one is written unleased
+// and leased when due, as a retry is.
+func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, scenario string) ([]webhook, error) {
 	if s.cfg.WebhookURL == "" || scenario == ScenarioWebhookNever {
 		return nil, nil
 	}
@@ -52,30 +57,47 @@ func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.P
 	if err != nil {
 		return nil, fmt.Errorf("encode webhook: %w", err)
 	}
-	copies, due := 1, time.Now()
-	switch scenario {
-	case ScenarioWebhookTwice:
+	copies, due, late := 1, time.Now(), scenario == ScenarioWebhookLate
+	switch {
+	case scenario == ScenarioWebhookTwice:
 		copies = 2
-	case ScenarioWebhookLate:
+	case late:
 		due = due.Add(s.cfg.LateDelay)
 	}
-	ids := make([]int64, copies)
-	for i := range ids {
-		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg.sandbox_pg_webhook (payment_key, body, next_at)
-			VALUES ($1, $2, $3) RETURNING id`, p.PaymentKey, body, due).Scan(&ids[i])
+	owner, leaseUntil := "", (*time.Time)(nil)
+	if !late {
+		until := due.Add(webhookLease)
+		owner, leaseUntil = s.owner, &until
+	}
+	hooks := make([]webhook, copies)
+	for i := range hooks {
+		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg.sandbox_pg_webhook (payment_key, body, next_at, lease_owner, lease_until)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
+			p.PaymentKey, body, due, owner, leaseUntil).Scan(&hooks[i].id)
 		if err != nil {
 			return nil, fmt.Errorf("insert webhook: %w", err)
 		}
+		if !late {
+			hooks[i].leased = body
+		}
 	}
-	return ids, nil
+	return hooks, nil
 }
 
-// spawn starts delivering webhook id in the background, unless this instance
+// webhook is a delivery to start: its row's id and, when the row was
+// written already leased to this instance and due now, its body (nil
+// otherwise: the delivery reads the row and leases it when due).
+type webhook struct {
+	id     int64
+	leased []byte
+}
+
+// spawn starts delivering webhook w in the background, unless this instance
 // runs it already or is closed. The channel closes after the first attempt.
-func (s *Sandbox) spawn(id int64) <-chan struct{} {
+func (s *Sandbox) spawn(w webhook) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if d, ok := s.active[id]; ok {
+	if d, ok := s.active[w.id]; ok {
 		return d.attempted
 	}
 	d := &delivery{attempted: make(chan struct{})}
@@ -83,17 +105,17 @@ func (s *Sandbox) spawn(id int64) <-chan struct{} {
 		d.markAttempted()
 		return d.attempted
 	}
-	s.active[id] = d
+	s.active[w.id] = d
 	s.pending++
 	go func() {
 		defer s.finished()
 		defer func() {
 			s.mu.Lock()
-			delete(s.active, id)
+			delete(s.active, w.id)
 			s.mu.Unlock()
 		}()
 		defer d.markAttempted()
-		s.deliver(id, d)
+		s.deliver(w, d)
 	}()
 	return d.attempted
 }
@@ -112,7 +134,7 @@ func (s *Sandbox) resume() {
 		return
 	}
 	for _, id := range ids {
-		s.spawn(id)
+		s.spawn(webhook{id: id})
 	}
 }
 
@@ -132,13 +154,48 @@ func (s *Sandbox) waitAfterDBError(what string, id int64, err error) bool {
 	return s.sleepUntil(time.Now().Add(dbRetryDelay))
 }
 
-// deliver sends webhook id until it is delivered (2xx), its retries run out
-// (cfg.RetryDelays), or Close. Each attempt first takes the delivery's lease
-// in PostgreSQL, so that two instances never send it at once; between
-// attempts the lease runs past the next one. While the database fails, it
-// tries again every dbRetryDelay; an attempt whose outcome could not be
-// stored is made again (a webhook may arrive twice, as Toss's may).
-func (s *Sandbox) deliver(id int64, d *delivery) {
+// deliver sends webhook w until it is delivered (2xx), its retries run out
+// (cfg.RetryDelays), or Close. Each attempt is made under the delivery's
+// lease in PostgreSQL, so that two instances never send it at once: the
+// first attempt of a webhook written leased (w.leased) goes out at once,
+// every other first takes the lease (see lease); between attempts the lease
+// runs past the next one. While the database fails, it tries again every
+// dbRetryDelay; an attempt whose outcome could not be stored is made again
+// (a webhook may arrive twice, as Toss's may).
+func (s *Sandbox) deliver(w webhook, d *delivery) {
+	body, attempts := w.leased, 0
+	for {
+		if body == nil {
+			var ok bool
+			if body, attempts, ok = s.lease(w.id); !ok {
+				return
+			}
+		}
+		sendErr := s.post(body)
+		if s.ctx.Err() != nil {
+			return // Close interrupted the attempt: it does not count
+		}
+		more, err := s.recordAttempt(w.id, attempts+1, sendErr)
+		d.markAttempted()
+		body = nil
+		if err != nil {
+			if !s.waitAfterDBError("record webhook attempt", w.id, err) {
+				return
+			}
+			continue
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+// lease waits until webhook id is due and its lease is free or this
+// instance's, takes the lease (webhookLease past now) and returns the
+// webhook's body and the attempts made so far. It reports false when the
+// webhook is gone, delivered or given up, or on Close; while the database
+// fails, it tries again every dbRetryDelay.
+func (s *Sandbox) lease(id int64) ([]byte, int, bool) {
 	for {
 		var nextAt time.Time
 		var leaseUntil *time.Time
@@ -148,22 +205,22 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 				delivered_at IS NOT NULL OR failed_at IS NOT NULL
 			FROM sandbox_pg.sandbox_pg_webhook WHERE id = $1`, id).Scan(&nextAt, &leaseUntil, &owner, &finished)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return // nothing to deliver
+			return nil, 0, false // nothing to deliver
 		} else if err != nil {
 			if !s.waitAfterDBError("read webhook", id, err) {
-				return
+				return nil, 0, false
 			}
 			continue
 		}
 		if finished {
-			return
+			return nil, 0, false
 		}
 		wakeAt := nextAt
 		if owner != s.owner && leaseUntil != nil && leaseUntil.After(wakeAt) {
 			wakeAt = *leaseUntil // another instance's; take over if it lapses
 		}
 		if !s.sleepUntil(wakeAt) {
-			return
+			return nil, 0, false
 		}
 		now := time.Now()
 		var body []byte
@@ -176,25 +233,11 @@ func (s *Sandbox) deliver(id int64, d *delivery) {
 			continue // delivered, rescheduled or leased by another instance meanwhile: look again
 		} else if err != nil {
 			if !s.waitAfterDBError("lease webhook", id, err) {
-				return
+				return nil, 0, false
 			}
 			continue
 		}
-		sendErr := s.post(body)
-		if s.ctx.Err() != nil {
-			return // Close interrupted the attempt: it does not count
-		}
-		more, err := s.recordAttempt(id, attempts+1, sendErr)
-		d.markAttempted()
-		if err != nil {
-			if !s.waitAfterDBError("record webhook attempt", id, err) {
-				return
-			}
-			continue
-		}
-		if !more {
-			return
-		}
+		return body, attempts, true
 	}
 }
 
