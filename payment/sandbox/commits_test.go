@@ -73,8 +73,9 @@ func newCountedHarness(t *testing.T) (*harness, *commitCounter) {
 
 // The sandbox's commits per payment, each a wait for the WAL's flush on the
 // database it shares with the store (README, "The sandbox PG's commits"):
-// the checkout page's payment; the confirm (idempotency key, payment and
-// webhook in one transaction, the webhook written already leased); the
+// the checkout page's payment; the confirm (the Idempotency-Key claimed,
+// the payment and its webhook written and the answer stored, in one
+// transaction, the webhook written already leased); the
 // webhook's delivered mark. A late webhook reads its row and takes its lease
 // when due, one commit more. The confirm and its webhooks are counted
 // together, since the delivery starts before the confirm's answer is sent.

@@ -657,6 +657,31 @@ func TestSandbox_Idempotency(t *testing.T) {
 			}
 		}
 	})
+	// Partial cancels under one key, at once, cancel once: every repeat
+	// waits for the first and replays its answer.
+	t.Run("ConcurrentSameKeyCancel", func(t *testing.T) {
+		const goroutines, rounds = 200, 5
+		for round := range rounds {
+			orderID := fmt.Sprintf("order-idem-cc%d", round)
+			key := h.pay(t, orderID, 8000, "").Get("paymentKey")
+			mustConfirm(t, h, key, orderID, 8000)
+			answers := concurrently(goroutines, func(int) apiAnswer {
+				return h.call(t, http.MethodPost, "/v1/payments/"+key+"/cancel", "cancel:"+key,
+					map[string]any{"cancelReason": "one seat", "cancelAmount": 1000})
+			})
+			for i, a := range answers {
+				if a.status != 200 || string(a.body) != string(answers[0].body) {
+					t.Fatalf("round %d answer %d: %d %s, want every answer the same 200 as %s", round, i, a.status, a.body, answers[0].body)
+				}
+			}
+			p := h.call(t, http.MethodGet, "/v1/payments/"+key, "", nil).payment(t)
+			if p.Status != boxoffice.PaymentStatusPartialCanceled || p.BalanceAmount != 7000 || len(p.Cancels) != 1 {
+				t.Fatalf("round %d: %s, balance %d, %d cancels; want PARTIAL_CANCELED, 7000, 1", round, p.Status, p.BalanceAmount, len(p.Cancels))
+			}
+			h.sb.Wait()
+			wantWebhooks(t, h, key, "DONE", "PARTIAL_CANCELED")
+		}
+	})
 }
 
 func TestSandbox_Scenarios(t *testing.T) {
