@@ -16,7 +16,9 @@ import (
 // app makes them (README, "Where the paying phase waits"): the checkout
 // (CreateOrder), the success redirect's confirmation, the PG's webhook for
 // the same payment, and the order page. The sandbox PG's own statements
-// are not counted (a pool of their own). The wants are what each step
+// are not counted here (a pool of their own): payment/sandbox's
+// TestSandbox_CommitsPerPayment counts its commits and statements per
+// payment. The wants are what each step
 // costs now, in round trips and in statements (README, "PostgreSQL's work
 // per paid order"): a change that adds one fails here.
 func TestPaidOrder_RoundTrips(t *testing.T) {
