@@ -19,17 +19,20 @@ var _ boxoffice.AdmissionSource = (*Events)(nil)
 // for an event with a pre-queue. The admitter calls it once per tick on the
 // instance that holds the tick's lock.
 //
-// SoldOut compares the event's sold_seat rows, counted on their key (at
-// most the event's seats: each is one seat of the event, once), with the
-// number of its seats, which cannot change once its queue is open (only a
-// new venue changes them, and only before the queue opens): that number is
-// counted once per event and venue and kept (seatCounts). It is one query,
-// and a second the first time an event is listed.
+// SoldOut is true when every event seat is sold or blocked, as the event's
+// page says sold_out (Event.SeatStatus), and false again once a seat is
+// unblocked or refunded. It compares the distinct labels of the event's
+// sold_seat and blocked_seat rows, read on their keys (at most the event's
+// seats), with the number of its seats, which cannot change once its queue
+// is open (only a new venue changes them, and only before the queue opens):
+// that number is counted once per event and venue and kept (seatCounts). It
+// is one query, and a second the first time an event is listed.
 func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.AdmissionSettings, error) {
 	rows, err := s.DB.Pool.Query(ctx, `
 		SELECT e.id, e.admission_rate, coalesce(e.max_shoppers, 0), e.admission_paused, e.token_ttl_seconds,
 		       CASE WHEN e.prequeue_opens_at IS NOT NULL THEN e.queue_opens_at END,
-		       e.venue_id, (SELECT count(*) FROM sold_seat ss WHERE ss.event_id = e.id)
+		       e.venue_id, (SELECT count(*) FROM (SELECT ss.seat_label FROM sold_seat ss WHERE ss.event_id = e.id
+		                                          UNION SELECT bs.seat_label FROM blocked_seat bs WHERE bs.event_id = e.id) gone)
 		FROM event e
 		WHERE e.status = $1 AND e.queue_opens_at <= $2 AND e.sale_ends_at > $2
 		ORDER BY e.id`, boxoffice.EventOnSale, now)
@@ -37,7 +40,7 @@ func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.Adm
 		return nil, fmt.Errorf("open queues: %w", err)
 	}
 	var open []boxoffice.AdmissionSettings
-	var sold []seatCount // per event of open: its venue and sold seats
+	var sold []seatCount // per event of open: its venue and its seats sold or blocked
 	var a boxoffice.AdmissionSettings
 	var ttl int
 	var drawAt *time.Time

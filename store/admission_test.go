@@ -48,7 +48,9 @@ func TestEvents_OpenQueues(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Every seat of "Running" but one is sold: not sold out; then the last.
+	// Every seat of "Running" but one is sold or blocked: not sold out; then
+	// the last is sold: sold out, as the event's page says; then the blocked
+	// seat is unblocked: not sold out again.
 	seats, err := f.es.EventSeats(ctx, running.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +60,10 @@ func TestEvents_OpenQueues(t *testing.T) {
 		labels = append(labels, s.Label)
 	}
 	buyer := newHoldAccount(t, f.db)
-	sellSeats(t, f.db, running.ID, buyer, labels[1:]...)
+	sellSeats(t, f.db, running.ID, buyer, labels[2:]...)
+	if _, err := f.db.Pool.Exec(ctx, `INSERT INTO blocked_seat (event_id, seat_label, blocked_by) VALUES ($1, $2, $3)`, running.ID, labels[1], buyer); err != nil {
+		t.Fatal(err)
+	}
 
 	want := []boxoffice.AdmissionSettings{
 		{EventID: running.ID, Rate: boxoffice.DefaultAdmissionRate, TokenTTL: boxoffice.DefaultTokenTTL},
@@ -74,6 +79,14 @@ func TestEvents_OpenQueues(t *testing.T) {
 	want[0].SoldOut = true
 	if got, err = f.es.OpenQueues(ctx, now); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("OpenQueues after the last seat sold = %+v, %v;\nwant %+v", got, err, want)
+	}
+
+	if _, err := f.db.Pool.Exec(ctx, `DELETE FROM blocked_seat WHERE event_id = $1`, running.ID); err != nil {
+		t.Fatal(err)
+	}
+	want[0].SoldOut = false
+	if got, err = f.es.OpenQueues(ctx, now); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("OpenQueues after the blocked seat was unblocked = %+v, %v;\nwant %+v", got, err, want)
 	}
 }
 
