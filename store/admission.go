@@ -14,9 +14,8 @@ var _ boxoffice.AdmissionSource = (*Events)(nil)
 // OpenQueues lists, by id, the events whose queue is open at now (on sale,
 // queue opened at or before now, sale ending after it: Event.QueueOpen)
 // with their admission settings as the admitter needs them: rate (fans per
-// second), cap on live tokens (0 = none), paused, token TTL, SoldOut when
-// every event seat has a sold_seat row, and DrawAt (the queue's opening)
-// for an event with a pre-queue. The admitter calls it once per tick on the
+// second), cap on live tokens (0 = none), paused, token TTL, SoldOut (below),
+// and DrawAt (the queue's opening) for an event with a pre-queue. The admitter calls it once per tick on the
 // instance that holds the tick's lock.
 //
 // SoldOut is true when every event seat is sold or blocked, as the event's
@@ -40,7 +39,7 @@ func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.Adm
 		return nil, fmt.Errorf("open queues: %w", err)
 	}
 	var open []boxoffice.AdmissionSettings
-	var sold []seatCount // per event of open: its venue and its seats sold or blocked
+	var gone []seatCount // per event of open: its venue and its seats sold or blocked
 	var a boxoffice.AdmissionSettings
 	var ttl int
 	var drawAt *time.Time
@@ -50,23 +49,23 @@ func (s *Events) OpenQueues(ctx context.Context, now time.Time) ([]boxoffice.Adm
 		if drawAt != nil {
 			a.DrawAt = *drawAt
 		}
-		open, sold = append(open, a), append(sold, c)
+		open, gone = append(open, a), append(gone, c)
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open queues: %w", err)
 	}
-	seats, err := s.seatsOf(ctx, open, sold)
+	seats, err := s.seatsOf(ctx, open, gone)
 	if err != nil {
 		return nil, err
 	}
 	for i := range open {
-		open[i].SoldOut = sold[i].seats >= seats[i]
+		open[i].SoldOut = gone[i].seats >= seats[i]
 	}
 	return open, nil
 }
 
-// seatCount is the number of seats of an event on a venue.
+// seatCount is a number of seats of an event on a venue.
 type seatCount struct {
 	venueID int64
 	seats   int64
