@@ -62,9 +62,9 @@ func CheckRedisPrefix(prefix string) error {
 }
 
 // NewRedis returns a client of the Redis (or the Redis Cluster) at rawURL
-// (ParseRedisURL) whose keys all start with prefix (CheckRedisPrefix). It
-// does not connect: the client dials on first use and again after Redis
-// comes back.
+// (ParseRedisURL), speaking RESP2 unless the URL sets protocol=, whose keys
+// all start with prefix (CheckRedisPrefix). It does not connect: the client
+// dials on first use and again after Redis comes back.
 func NewRedis(rawURL, prefix string) (*Redis, error) {
 	if err := CheckRedisPrefix(prefix); err != nil {
 		return nil, err
@@ -72,6 +72,17 @@ func NewRedis(rawURL, prefix string) (*Redis, error) {
 	one, cluster, err := ParseRedisURL(rawURL)
 	if err != nil {
 		return nil, err
+	}
+	// RESP2 unless the URL asks for another (?protocol=3): the store uses
+	// none of what RESP3 adds (client-side caching; push frames on a
+	// command's connection: the sessions' Pub/Sub has a connection of its
+	// own), and on RESP3 go-redis looks for push notifications on every
+	// command's connection.
+	if one != nil && one.Protocol == 0 {
+		one.Protocol = 2
+	}
+	if cluster != nil && cluster.Protocol == 0 {
+		cluster.Protocol = 2
 	}
 	if cluster != nil {
 		return &Redis{Client: redis.NewClusterClient(cluster), Prefix: prefix, Now: time.Now}, nil
