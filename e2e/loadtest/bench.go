@@ -55,6 +55,8 @@ type Bench struct {
 	streamsOpen int
 	// payActivity says how busy PostgreSQL was while the fans paid.
 	payActivity string
+	// sellOutSplit says how the sell-out's time splits into the steps.
+	sellOutSplit string
 	// cpu measures where the machine's CPU goes in the measured steps.
 	cpu      *CPUMeter
 	profiles map[string]string

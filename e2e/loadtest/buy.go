@@ -391,8 +391,36 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 			what = fmt.Sprintf("not sold out: %d of %d seats sold, the last", sold, b.sale.Seats)
 		}
 		p.figure("sell-out", fmt.Sprintf("%s %.1f s after the first admission", what, d.Seconds()), d.Seconds())
+		b.sellOutSplit = sellOutParts(p, b.firstAdmission, d)
+		p.note(b.sellOutSplit)
 	}
 	return p
+}
+
+// sellOutParts says how the sell-out's d (from first, the first admission,
+// to the last seat sold) splits into the steps that ran one after the
+// other: the time before phase p began (the waiting phase's steps, measured
+// after the first admission), p's hold step, its fans holding and its fans
+// paying, and what lies between them. Times are in seconds, from the
+// steps' Offset and Seconds.
+func sellOutParts(p *Phase, first time.Time, d time.Duration) string {
+	before := p.start.Sub(first).Seconds()
+	var holdFrom, holdTo float64 = -1, 0
+	for _, st := range p.Steps {
+		if !strings.HasPrefix(st.Name, "hold step:") {
+			continue
+		}
+		if holdFrom < 0 || st.Offset < holdFrom {
+			holdFrom = st.Offset
+		}
+		holdTo = max(holdTo, st.Offset+st.Seconds)
+	}
+	holdStep := max(holdTo-holdFrom, 0)
+	holding, _ := p.step("fans holding")
+	paying, _ := p.step("fans paying")
+	rest := d.Seconds() - before - holdStep - holding.Seconds - paying.Seconds
+	return fmt.Sprintf("the sell-out's %.1f s, step by step: %.1f s after the first admission before this phase (the waiting phase's steps: position polls and seat map pages), %.1f s the hold step (every seat held and released, measured on its own), %.1f s fans holding, %.1f s fans paying, %.1f s between the steps",
+		d.Seconds(), before, holdStep, holding.Seconds, paying.Seconds, rest)
 }
 
 // hold is one fan's hold: it returns kindOK when the fan holds seats,

@@ -268,10 +268,13 @@ func (b *Bench) targets(r *Report) []Target {
 		}
 		sell.Met = ptr(b.soldOut && secs < 60 && broken == 0 && b.cfg.Fans >= 20000)
 		sell.Profile = b.profiles["checkout"]
+		if b.sellOutSplit != "" {
+			sell.Notes = append(sell.Notes, b.sellOutSplit)
+		}
 		if s, ok := sold.step("fans paying"); ok {
 			sell.CPU = s.CPU
 			if b.payActivity != "" {
-				sell.Notes = []string{b.payActivity}
+				sell.Notes = append(sell.Notes, b.payActivity)
 			}
 		}
 		sell.Got += fmt.Sprintf("; %d invariants broken; %d fans", broken, b.cfg.Fans)
