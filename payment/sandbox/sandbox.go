@@ -411,21 +411,38 @@ func (s *Sandbox) handleCheckout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	paymentKey := "tsbx" + rand.Text()
-	var deliveries []webhook
-	err := pgx.BeginFunc(r.Context(), s.cfg.Pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(r.Context(), `INSERT INTO sandbox_pg.sandbox_pg_payment
+	ctx := r.Context()
+	insert := func(q querier) error {
+		_, err := q.Exec(ctx, `INSERT INTO sandbox_pg.sandbox_pg_payment
 			(payment_key, order_id, order_name, status, total_amount, balance_amount, scenario, requested_at)
 			VALUES ($1, $2, $3, $4, $5, $5, $6, $7)`,
 			paymentKey, f.orderID, f.orderName, boxoffice.PaymentStatusInProgress, amount, f.scenario, s.now())
 		if err != nil {
 			return fmt.Errorf("insert payment: %w", err)
 		}
-		if f.scenario != ScenarioWebhookBeforeRedirect {
-			return nil
-		}
-		_, deliveries, err = s.confirm(r.Context(), tx, paymentKey, f.orderID, amount)
-		return err
-	})
+		return nil
+	}
+	var deliveries []webhook
+	var err error
+	if f.scenario != ScenarioWebhookBeforeRedirect {
+		err = insert(s.cfg.Pool) // one statement, its own transaction
+	} else {
+		// The payment, its confirm and its webhook in one transaction.
+		err = s.withConn(ctx, func(c *pgx.Conn) error {
+			if _, err := c.Exec(ctx, `BEGIN`); err != nil {
+				return fmt.Errorf("begin: %w", err)
+			}
+			if err := insert(c); err != nil {
+				return err
+			}
+			_, rows, err := s.confirm(ctx, c, paymentKey, f.orderID, amount)
+			if err != nil {
+				return err
+			}
+			deliveries, err = commitChange(ctx, c, rows, nil)
+			return err
+		})
+	}
 	if err != nil {
 		s.cfg.Logger.Error("sandbox PG: checkout", "order_id", f.orderID, "err", err)
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

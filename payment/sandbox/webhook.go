@@ -34,18 +34,17 @@ type delivery struct {
 
 func (d *delivery) markAttempted() { d.once.Do(func() { close(d.attempted) }) }
 
-// enqueueWebhooks writes, in the transaction that changed the payment, the
-// PAYMENT_STATUS_CHANGED webhooks of that change
-// (docs.tosspayments.com/guides/v2/webhook): one, due now, by default; two
+// newWebhooks returns the PAYMENT_STATUS_CHANGED webhooks of a change of
+// payment p (docs.tosspayments.com/guides/v2/webhook), for the transaction
+// that changed it to write (queueWebhooks): one, due now, by default; two
 // under ScenarioWebhookTwice; one due after LateDelay under
 // ScenarioWebhookLate; none under ScenarioWebhookNever or without a
-// WebhookURL. It returns them, to start after commit. A webhook due now is
-// written already leased to this instance (lease_until webhookLease past
-// now), so that its first attempt costs no commit of its own: the
-// transaction that changed the payment takes the lease, and only the
-// attempt's outcome is written afterwards. A late one is written unleased
-// and leased when due, as a retry is.
-func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, scenario string) ([]webhook, error) {
+// WebhookURL. A webhook due now is written already leased to this instance
+// (lease_until webhookLease past now), so that its first attempt costs no
+// commit of its own: the transaction that changed the payment takes the
+// lease, and only the attempt's outcome is written afterwards. A late one is
+// written unleased and leased when due, as a retry is.
+func (s *Sandbox) newWebhooks(p *boxoffice.Payment, scenario string) ([]webhookRow, error) {
 	if s.cfg.WebhookURL == "" || scenario == ScenarioWebhookNever {
 		return nil, nil
 	}
@@ -64,21 +63,47 @@ func (s *Sandbox) enqueueWebhooks(ctx context.Context, tx pgx.Tx, p *boxoffice.P
 	case late:
 		due = due.Add(s.cfg.LateDelay)
 	}
-	owner, leaseUntil := "", (*time.Time)(nil)
+	row := webhookRow{paymentKey: p.PaymentKey, body: body, due: due}
 	if !late {
 		until := due.Add(webhookLease)
-		owner, leaseUntil = s.owner, &until
+		row.owner, row.leaseUntil = s.owner, &until
 	}
-	hooks := make([]webhook, copies)
-	for i := range hooks {
-		err := tx.QueryRow(ctx, `INSERT INTO sandbox_pg.sandbox_pg_webhook (payment_key, body, next_at, lease_owner, lease_until)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id`,
-			p.PaymentKey, body, due, owner, leaseUntil).Scan(&hooks[i].id)
-		if err != nil {
+	rows := make([]webhookRow, copies)
+	for i := range rows {
+		rows[i] = row
+	}
+	return rows, nil
+}
+
+// webhookRow is a webhook to write in the transaction that changed its
+// payment: leased to owner until leaseUntil when it is due now, unleased
+// ("", nil) otherwise.
+type webhookRow struct {
+	paymentKey string
+	body       []byte
+	due        time.Time
+	owner      string
+	leaseUntil *time.Time
+}
+
+// queueWebhooks queues the INSERT of each row on b; readWebhooks reads them.
+func queueWebhooks(b *pgx.Batch, rows []webhookRow) {
+	for _, w := range rows {
+		b.Queue(`INSERT INTO sandbox_pg.sandbox_pg_webhook (payment_key, body, next_at, lease_owner, lease_until)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id`, w.paymentKey, w.body, w.due, w.owner, w.leaseUntil)
+	}
+}
+
+// readWebhooks reads queueWebhooks' results: the deliveries to start once
+// their transaction committed.
+func readWebhooks(br pgx.BatchResults, rows []webhookRow) ([]webhook, error) {
+	hooks := make([]webhook, len(rows))
+	for i, w := range rows {
+		if err := br.QueryRow().Scan(&hooks[i].id); err != nil {
 			return nil, fmt.Errorf("insert webhook: %w", err)
 		}
-		if !late {
-			hooks[i].leased = body
+		if w.owner != "" {
+			hooks[i].leased = w.body
 		}
 	}
 	return hooks, nil
@@ -243,29 +268,52 @@ func (s *Sandbox) lease(id int64) ([]byte, int, bool) {
 
 // recordAttempt stores an attempt's outcome and reports whether another
 // attempt follows. Errors: the database's (nothing was stored).
+//
+// Its transaction commits without waiting for the WAL's flush
+// (synchronous_commit off for it alone, execNoFlush): if PostgreSQL crashes
+// before the outcome reaches the disk, the webhook is found undelivered
+// and sent again (or tried once more), which a PG's webhooks allow (they
+// may arrive twice: the app acts on a look-up, never on the body). A
+// payment, an Idempotency-Key's answer or a lease is never written so.
 func (s *Sandbox) recordAttempt(id int64, attempts int, sendErr error) (bool, error) {
 	now := time.Now()
 	var err error
 	more := false
 	switch {
 	case sendErr == nil:
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
+		err = s.execNoFlush(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, delivered_at = $3, last_error = '', lease_owner = '', lease_until = NULL
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner)
 	case attempts > len(s.cfg.RetryDelays):
 		s.cfg.Logger.Warn("sandbox PG: webhook given up", "id", id, "attempts", attempts, "err", sendErr)
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
+		err = s.execNoFlush(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, failed_at = $3, last_error = $5, lease_owner = '', lease_until = NULL
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, now, s.owner, sendErr.Error())
 	default:
 		next := now.Add(s.cfg.RetryDelays[attempts-1])
 		s.cfg.Logger.Info("sandbox PG: webhook failed, will retry", "id", id, "attempts", attempts, "retry_at", next, "err", sendErr)
-		_, err = s.cfg.Pool.Exec(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
+		err = s.execNoFlush(s.ctx, `UPDATE sandbox_pg.sandbox_pg_webhook
 			SET attempts = $2, next_at = $3, lease_until = $5, last_error = $6
 			WHERE id = $1 AND lease_owner = $4`, id, attempts, next, s.owner, next.Add(webhookLease), sendErr.Error())
 		more = true
 	}
 	return more, err
+}
+
+// execNoFlush runs one statement in a transaction of its own whose commit
+// does not wait for the WAL's flush (SET LOCAL synchronous_commit = off),
+// in one round trip. The sandbox stands in for a PG's own servers, which
+// would not share this PostgreSQL in a sale: only what it may forget in a
+// crash goes through here (recordAttempt); the store never does.
+func (s *Sandbox) execNoFlush(ctx context.Context, sql string, args ...any) error {
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	b.Queue(`SET LOCAL synchronous_commit = off`)
+	b.Queue(sql, args...)
+	b.Queue(`COMMIT`)
+	return s.withConn(ctx, func(c *pgx.Conn) error {
+		return sendBatch(ctx, c, b, func(pgx.BatchResults) error { return nil })
+	})
 }
 
 // post sends one webhook body to cfg.WebhookURL; any answer but 2xx is an error.
