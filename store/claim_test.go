@@ -347,6 +347,81 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 	env.CheckInvariants(t)
 }
 
+// A payment confirmed within its order's window, its seats still held by
+// the buyer past the claim's end (the checkout extended them to the order's
+// expiry): the claim keeps each hold as it is (expiry, the buyer's zset,
+// the indexes) and only records the claim, and when MarkSold then fails
+// the holds still keep the seats from every other account for longer than
+// a claim would, shown held to others and mine to the buyer.
+func TestOrders_Confirm_ClaimKeepsLongerHolds(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 10)
+	ctx := context.Background()
+	ev := env.Event
+	seats := []string{ev.R[0], ev.R[1]}
+	o := env.Order(t, env.Account(t), seats...)
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	holdKey := env.R.Key("hold:{%d}:%d", ev.ID, o.AccountID)
+	before := map[string]int64{}
+	for _, seat := range seats {
+		ends, err := env.R.Client.PExpireTime(ctx, env.R.Key("seat:lock:{%d}:%s", ev.ID, seat)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		before[seat] = ends.Milliseconds()
+	}
+
+	down := &redisDown{}
+	env.R.Client.AddHook(down)
+	store.SetBeforeCommit(env.Orders, func(string, string) { down.on.Store(true) })
+	c := env.MustRedirect(t, o.ID, key, amount)
+	down.on.Store(false)
+	checkouttest.WantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+
+	claimed, err := env.R.Client.ZMScore(ctx, env.R.Key("claimed:{%d}", ev.ID), seats...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	minTTL := store.DefaultSoldCacheTTL + store.LoadTimeout
+	for i, seat := range seats {
+		if claimed[i] == 0 {
+			t.Errorf("claimed:{e} has no record of %s", seat)
+		}
+		ends, err := env.R.Client.PExpireTime(ctx, env.R.Key("seat:lock:{%d}:%s", ev.ID, seat)).Result()
+		if err != nil || ends.Milliseconds() != before[seat] {
+			t.Errorf("lock of %s ends at %v (%v), want kept at %d", seat, ends, err, before[seat])
+		}
+		if ttl := time.Until(time.UnixMilli(before[seat])); ttl < minTTL {
+			t.Errorf("hold of %s ends in %v, want more than the claim's %v (the order's window)", seat, ttl, minTTL)
+		}
+		for _, k := range []string{holdKey, env.R.Key("held:{%d}", ev.ID)} {
+			if score, err := env.R.Client.ZScore(ctx, k, seat).Result(); err != nil || int64(score) != before[seat] {
+				t.Errorf("%s has %s at %v (%v), want %d", k, seat, score, err, before[seat])
+			}
+		}
+		if lock := lockOf(env, t, seat); lock != acctID(o.AccountID) {
+			t.Errorf("lock of %s = %q, want the buyer %d", seat, lock, o.AccountID)
+		}
+	}
+	rival := env.Account(t)
+	_, err = env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}, seats[:1])
+	wantError(t, err, boxoffice.ESEATTAKEN)
+	others, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buyers, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: o.AccountID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seat := range seats {
+		if others.Status(seat) != boxoffice.SeatHeld || buyers.Status(seat) != boxoffice.SeatMine {
+			t.Errorf("seat %s shows %s to others and %s to the buyer, want held and mine", seat, others.Status(seat), buyers.Status(seat))
+		}
+	}
+	env.CheckInvariants(t)
+}
+
 // As TestOrders_Confirm_MarkSoldFails, MarkSold fails after the commit;
 // then another instance loses PostgreSQL, for longer than the sold-seat
 // cache's TTL and the claim (the test ends both, as their TTLs would). That

@@ -36,16 +36,31 @@ if #taken > 0 then
   return {'taken', taken}
 end
 
+-- A seat the buyer holds already past the claim's end (the checkout
+-- extended its hold to the order's expiry) keeps its hold as it is: its
+-- lock, the buyer's zset and the indexes agree (every hold script writes
+-- them together), so only the claim's record is written. Every other seat
+-- becomes the buyer's hold until the claim's end, or its own if later; the
+-- writes of all seats go out as one command per key.
+local scored, owners, claims = {}, {}, {}
 for i = 7, #KEYS do
   local label = ARGV[i - 3]
   -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
-  local ends = math.max(exp, redis.call('PEXPIRETIME', KEYS[i]))
-  redis.call('SET', KEYS[i], acct, 'PXAT', ends)
-  redis.call('ZADD', KEYS[1], ends, label)
-  redis.call('ZADD', KEYS[2], ends, label)
-  redis.call('HSET', KEYS[3], label, acct)
-  redis.call('ZADD', KEYS[4], now, label)
+  local ends = redis.call('PEXPIRETIME', KEYS[i])
+  if ends < exp or tonumber(redis.call('ZSCORE', KEYS[1], label)) ~= ends then
+    ends = math.max(exp, ends)
+    redis.call('SET', KEYS[i], acct, 'PXAT', ends)
+    scored[#scored + 1], scored[#scored + 2] = ends, label
+    owners[#owners + 1], owners[#owners + 2] = label, acct
+  end
+  claims[#claims + 1], claims[#claims + 2] = now, label
 end
-redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+if #scored > 0 then
+  redis.call('ZADD', KEYS[1], unpack(scored))
+  redis.call('ZADD', KEYS[2], unpack(scored))
+  redis.call('HSET', KEYS[3], unpack(owners))
+  redis.call('PEXPIREAT', KEYS[1], redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')[2])
+end
+redis.call('ZADD', KEYS[4], unpack(claims))
 redis.call('SET', KEYS[5], 'claimed', 'PX', ARGV[3])
 return {'ok', fresh}

@@ -10,14 +10,19 @@
 -- KEYS[9..] seat:lock:{e}:<label>
 -- ARGV[1] account id, ARGV[2] tickets bought in all, ARGV[3..] labels.
 -- bought only grows, so that sales recorded out of order keep the larger.
+-- One command per key for all the seats.
+local labels, locks = {}, {}
 for i = 9, #KEYS do
-  local label = ARGV[i - 6]
-  redis.call('SADD', KEYS[1], label)
-  redis.call('DEL', KEYS[i])
-  redis.call('ZREM', KEYS[3], label)
-  redis.call('ZREM', KEYS[4], label)
-  redis.call('HDEL', KEYS[5], label)
-  redis.call('ZREM', KEYS[6], label)
+  labels[#labels + 1] = ARGV[i - 6]
+  locks[#locks + 1] = KEYS[i]
+end
+if #labels > 0 then
+  redis.call('SADD', KEYS[1], unpack(labels))
+  redis.call('DEL', unpack(locks))
+  redis.call('ZREM', KEYS[3], unpack(labels))
+  redis.call('ZREM', KEYS[4], unpack(labels))
+  redis.call('HDEL', KEYS[5], unpack(labels))
+  redis.call('ZREM', KEYS[6], unpack(labels))
 end
 if tonumber(ARGV[2]) > tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
