@@ -13,25 +13,30 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp, order = ARGV[1], now + tonumber(ARGV[2]), ARGV[3]
 local n = (#KEYS - 2) / 2
-local lost = {}
+local lost, scored = {}, {}
 for i = 3, 2 + n do
   local label = ARGV[i + 1]
   local score = redis.call('ZSCORE', KEYS[1], label)
   if score and tonumber(score) >= now and redis.call('GET', KEYS[i]) == acct then
-    local ends = tonumber(score)
-    if ends < exp then
+    local ends
+    if tonumber(score) < exp then
       ends = exp
       redis.call('SET', KEYS[i], acct, 'PXAT', exp)
-      redis.call('ZADD', KEYS[1], exp, label)
-      redis.call('ZADD', KEYS[2], exp, label)
+      scored[#scored + 1], scored[#scored + 2] = exp, label
+    else
+      ends = redis.call('PEXPIRETIME', KEYS[i])
     end
-    redis.call('SET', KEYS[i + n], order, 'PXAT', redis.call('PEXPIRETIME', KEYS[i]))
+    redis.call('SET', KEYS[i + n], order, 'PXAT', ends)
   else
     lost[#lost + 1] = label
     if score then
       redis.call('ZREM', KEYS[1], label)
     end
   end
+end
+if #scored > 0 then
+  redis.call('ZADD', KEYS[1], unpack(scored))
+  redis.call('ZADD', KEYS[2], unpack(scored))
 end
 local top = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
 if top[2] then
