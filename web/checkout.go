@@ -72,7 +72,9 @@ func newPayments(ctx context.Context, cfg Config, db *store.DB, rdb *store.Redis
 		// connections, nor the store's for its. Its commits wait for the
 		// WAL's flush like the store's: a PG never forgets a payment it
 		// took, and TestChaos_PostgresDown's fans come back, after a
-		// crash, to payments the sandbox must still know.
+		// crash, to payments the sandbox must still know. Only a webhook
+		// attempt's outcome commits without waiting (the sandbox's own
+		// transaction, SET LOCAL): forgotten, the webhook is sent again.
 		pool, err := store.OpenPool(ctx, cfg.DatabaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox PG: %w", err)
