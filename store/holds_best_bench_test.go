@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,58 +41,137 @@ func (scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 	return next
 }
 
-// A best-available pick near the sell-out, in a venue of 1,500 seats and
-// in one of 15,000: grade R's front rows (nine in ten, best first) are sold
-// out and the rest sold but for a pair in every four seats, 95% of the
-// grade sold in all. Each pick is one for a pair with no fresh hint (the
-// first of an instance or of a quantity, or one 2 s after the last), and
-// its seats are released after it. Reported per pick: the round trips
-// (scripts run), the seats whose lock keys they were given (each read
-// unless the index rules its run out), and ns/op.
-func BenchmarkHolds_HoldBest_NearSellOut(b *testing.B) {
-	for _, seats := range []int{1500, 15000} {
-		b.Run(fmt.Sprintf("seats=%d", seats), func(b *testing.B) {
-			env := newHoldsEnv(b)
-			ev := newHoldEvent(b, env.DB, seats)
-			ctx := context.Background()
-			rows := len(ev.R) / 50
-			var sold []string
-			for i, l := range ev.R {
-				if i/50 < rows*9/10 || i%4 < 2 {
-					sold = append(sold, l)
-				}
-			}
-			sellSeats(b, env.DB, ev.ID, newHoldAccount(b, env.DB), sold...)
-			clock := time.Now()
-			env.R.Now = func() time.Time { return clock }
-			var on bool
-			var trips, sent int
-			env.R.Client.AddHook(scriptHook{on: &on, trips: &trips, seats: &sent})
-			pick := func(acct int64) {
-				clock = clock.Add(3 * time.Second) // no fresh hint
-				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
-				on = true
-				res, err := env.H.HoldBest(ctx, req, "R", 2)
-				on = false
-				if err != nil {
-					b.Fatalf("HoldBest: %v", err)
-				}
-				b.StopTimer()
-				for _, l := range res.Held {
-					if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: acct}, l); err != nil {
-						b.Fatalf("Release %s: %v", l, err)
-					}
-				}
-				b.StartTimer()
-			}
-			pick(1) // loads the sold seats (and, with the index, builds it)
-			trips, sent = 0, 0
-			b.ResetTimer()
-			for i := range b.N {
-				pick(int64(i + 2))
-			}
-			b.ReportMetric(float64(trips)/float64(b.N), "trips/op")
-			b.ReportMetric(float64(sent)/float64(b.N), "seats/op")
-		})
+// redisCalls returns Redis's count of calls of each command since its
+// start (INFO commandstats), those run by scripts included.
+func redisCalls(tb testing.TB, r *store.Redis) map[string]int64 {
+	tb.Helper()
+	info, err := r.Client.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("INFO commandstats: %v", err)
 	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
+		calls[name] = n
+	}
+	return calls
+}
+
+// commandCounter sums, over the spans it is started and stopped around,
+// the commands Redis ran (its INFO excluded): on a Redis of its own, the
+// commands of the scripts run in them as well as the scripts.
+type commandCounter struct {
+	tb     testing.TB
+	r      *store.Redis
+	before map[string]int64
+	sum    map[string]int64
+}
+
+func newCommandCounter(tb testing.TB, r *store.Redis) *commandCounter {
+	return &commandCounter{tb: tb, r: r, sum: map[string]int64{}}
+}
+
+func (c *commandCounter) start() { c.before = redisCalls(c.tb, c.r) }
+
+func (c *commandCounter) stop() {
+	for name, n := range redisCalls(c.tb, c.r) {
+		if name != "info" {
+			c.sum[name] += n - c.before[name]
+		}
+	}
+}
+
+// report adds the commands per op (cmds/op) and those of the named
+// commands (<name>/op) to b's results.
+func (c *commandCounter) report(b *testing.B, names ...string) {
+	var all int64
+	for _, n := range c.sum {
+		all += n
+	}
+	b.ReportMetric(float64(all)/float64(b.N), "cmds/op")
+	for _, name := range names {
+		b.ReportMetric(float64(c.sum[name])/float64(b.N), name+"/op")
+	}
+}
+
+// A best-available pick near the sell-out, in a venue of 1,500 seats and
+// in one of 15,000: grade R's front rows (nine in ten, best first) are
+// taken and the rest taken but for a pair in every four seats, 95% of the
+// grade in all; taken is sold, or held by other fans (by hand, 5 seats
+// each), as in the last minute of a sale. Each pick is one for a pair with
+// no fresh hint (the first of an instance or of a quantity, or one 2 s
+// after the last), and its seats are released after it. Reported per pick:
+// the round trips (scripts run), the seats whose lock keys they were given
+// (each read unless the index rules its run out), the commands Redis ran
+// (cmds/op, those of the scripts included; exact on a Redis of the
+// benchmark's own), and ns/op.
+func BenchmarkHolds_HoldBest_NearSellOut(b *testing.B) {
+	for _, taken := range []string{"sold", "held"} {
+		for _, seats := range []int{1500, 15000} {
+			b.Run(fmt.Sprintf("%s/seats=%d", taken, seats), func(b *testing.B) {
+				benchmarkNearSellOut(b, taken, seats)
+			})
+		}
+	}
+}
+
+func benchmarkNearSellOut(b *testing.B, taken string, seats int) {
+	env := newHoldsEnv(b)
+	ev := newHoldEvent(b, env.DB, seats)
+	ctx := context.Background()
+	rows := len(ev.R) / 50
+	var gone []string
+	for i, l := range ev.R {
+		if i/50 < rows*9/10 || i%4 < 2 {
+			gone = append(gone, l)
+		}
+	}
+	if taken == "sold" {
+		sellSeats(b, env.DB, ev.ID, newHoldAccount(b, env.DB), gone...)
+	} else {
+		for i := 0; i < len(gone); i += limit {
+			env.mustHold(b, ev.ID, int64(1000000+i), 10*time.Minute, gone[i:min(i+limit, len(gone))]...)
+		}
+	}
+	clock := time.Now()
+	env.R.Now = func() time.Time { return clock }
+	var on bool
+	var trips, sent int
+	env.R.Client.AddHook(scriptHook{on: &on, trips: &trips, seats: &sent})
+	cmds := newCommandCounter(b, env.R)
+	pick := func(acct int64) {
+		clock = clock.Add(3 * time.Second) // no fresh hint
+		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
+		b.StopTimer()
+		cmds.start()
+		b.StartTimer()
+		on = true
+		res, err := env.H.HoldBest(ctx, req, "R", 2)
+		on = false
+		b.StopTimer()
+		cmds.stop()
+		if err != nil {
+			b.Fatalf("HoldBest: %v", err)
+		}
+		for _, l := range res.Held {
+			if _, err := env.H.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: acct}, l); err != nil {
+				b.Fatalf("Release %s: %v", l, err)
+			}
+		}
+		b.StartTimer()
+	}
+	pick(1) // loads the sold seats (and, with the index, builds it)
+	trips, sent = 0, 0
+	cmds = newCommandCounter(b, env.R)
+	b.ResetTimer()
+	for i := range b.N {
+		pick(int64(i + 2))
+	}
+	b.ReportMetric(float64(trips)/float64(b.N), "trips/op")
+	b.ReportMetric(float64(sent)/float64(b.N), "seats/op")
+	cmds.report(b, "sismember", "get")
 }
