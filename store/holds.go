@@ -26,13 +26,13 @@ var (
 	holdScript          = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
 	holdBestScript      = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua")
 	holdBestIndexScript = loadScript(holdLua, "lua/hold_best_index.lua")
-	holdReleaseScript   = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_release.lua")
+	holdReleaseScript   = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_shopper.lua", "lua/hold_release.lua")
 	holdExtendScript    = loadScript(holdLua, "lua/hold_extend.lua")
 	holdSoldScript      = loadScript(holdLua, "lua/hold_sold.lua")
 	holdMineScript      = loadScript(holdLua, "lua/hold_mine.lua")
 	holdCacheScript     = loadScript(holdLua, "lua/hold_cache.lua")
-	holdReleaseOrder    = loadScript(holdLua, "lua/hold_release_order.lua")
-	holdLeaveScript     = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_leave.lua")
+	holdReleaseOrder    = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_release_order.lua")
+	holdLeaveScript     = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_shopper.lua", "lua/hold_leave.lua")
 	holdUnsoldScript    = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_unsold.lua")
 )
 
@@ -385,7 +385,7 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 		return boxoffice.SeatMapState{}, err
 	}
 	e := s.EventID
-	res, err := holdReleaseScript.Run(ctx, h.Redis.Client, []string{
+	keys := []string{
 		h.lockKey(e, label),
 		h.holdKey(e, s.AccountID),
 		h.Redis.Key("held:{%d}", e),
@@ -394,7 +394,10 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 		h.Redis.entryLiveKey(e),
 		h.Redis.Key("sold:{%d}", e),
 		h.Redis.Key("bought:{%d}", e),
-	}, s.AccountID, label, s.SessionKey).Slice()
+	}
+	indexKeys, indexArgs := h.reindexArgs(ctx, e, []string{label}, len(keys)+1)
+	res, err := holdReleaseScript.Run(ctx, h.Redis.Client, append(keys, indexKeys...),
+		append([]any{s.AccountID, label, s.SessionKey}, indexArgs...)...).Slice()
 	if err != nil {
 		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
 	}
@@ -431,12 +434,13 @@ func (h *Holds) Leave(ctx context.Context, s boxoffice.Shopper) error {
 		}
 		keys := []string{h.holdKey(e, acct), h.Redis.Key("held:{%d}", e), h.Redis.Key("holder:{%d}", e),
 			h.Redis.entryKey(e, acct), h.Redis.entryLiveKey(e)}
-		args := []any{acct, s.SessionKey}
+		args := []any{acct, s.SessionKey, len(labels)}
 		for _, l := range labels {
 			keys = append(keys, h.lockKey(e, l))
 			args = append(args, l)
 		}
-		res, err := holdLeaveScript.Run(ctx, h.Redis.Client, keys, args...).Slice()
+		indexKeys, indexArgs := h.reindexArgs(ctx, e, labels, len(keys)+1)
+		res, err := holdLeaveScript.Run(ctx, h.Redis.Client, append(keys, indexKeys...), append(args, indexArgs...)...).Slice()
 		if err != nil {
 			return fmt.Errorf("leave the sale of event %d: %w", e, err)
 		}
@@ -813,11 +817,12 @@ func (h *Holds) releaseOrder(ctx context.Context, eventID, accountID int64, orde
 		h.Redis.Key("holder:{%d}", eventID),
 	}
 	keys = append(keys, h.seatKeys(eventID, labels)...)
-	args := []any{accountID, orderMarkerTTL.Milliseconds(), orderID}
+	args := []any{accountID, orderMarkerTTL.Milliseconds(), orderID, len(labels)}
 	for _, l := range labels {
 		args = append(args, l)
 	}
-	if err := holdReleaseOrder.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {
+	indexKeys, indexArgs := h.reindexArgs(ctx, eventID, labels, len(keys)+1)
+	if err := holdReleaseOrder.Run(ctx, h.Redis.Client, append(keys, indexKeys...), append(args, indexArgs...)...).Err(); err != nil {
 		return fmt.Errorf("release the holds of order %s: %w", orderID, err)
 	}
 	return nil

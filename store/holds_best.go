@@ -345,7 +345,7 @@ func (l *bestLayout) ranks(grade string, v any) ([]int, bool) {
 // returns its reply (see runHoldScript).
 func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, k bestHintKey, runs []seatRun, window []int) ([]any, error) {
 	keys, args := h.shopperKeys(req), shopperArgs(req)
-	keys = append(keys, h.bestGenKey(req.EventID), h.bestIndexKey(req.EventID, k.grade, quantity))
+	keys = append(keys, h.bestGenKey(req.EventID), h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
 	mayStrand := "0"
 	if k.strand {
 		mayStrand = "1"
@@ -372,26 +372,42 @@ func (h *Holds) bestGenKey(eventID int64) string {
 
 // bestIndexKey is best available's index of an event's grade for a
 // quantity, best:{e}:<grade>:<quantity>: a zset of the runs of the grade
-// that may still have quantity seats side by side neither sold nor blocked,
-// member the run's first label, score its rank, plus the sentinel member ”
-// that says it was built (hold_index.lua). It may list runs that cannot
-// (hold_best.lua drops them when it reads them), never leaves out one that
-// can: the scripts that make a seat free again (a refund's hold_unsold.lua,
-// an unblock's hold_block_done.lua) put its run back, and the generation
-// rises when a load of the sold-seat copy takes seats out of blocked:{e} or
-// rebuilt the copy after Redis lost its data (hold_cache.lua), so that the
-// index is built whole again before use.
+// that may still have quantity seats side by side neither sold, nor
+// blocked, nor held, member the run's first label, score its rank, plus
+// the sentinel member ” that says it was built (hold_index.lua). It may
+// list runs that cannot (hold_best.lua drops them when it reads them, or
+// parks those that holds alone keep from giving the quantity: see
+// bestParkedKey), never leaves out one that can: the scripts that make a
+// seat free again (a release's hold_release.lua, hold_leave.lua and
+// hold_release_order.lua, a refund's hold_unsold.lua, an unblock's
+// hold_block_done.lua) put its run back, a parked run comes back when its
+// first hold ends, and the generation rises when a load of the sold-seat
+// copy takes seats out of blocked:{e} or rebuilt the copy after Redis lost
+// its data (hold_cache.lua), so that the index is built whole again before
+// use.
 func (h *Holds) bestIndexKey(eventID int64, grade string, quantity int) string {
 	return h.Redis.Key("best:{%d}:%s:%d", eventID, grade, quantity)
 }
 
+// bestParkedKey is the zset of the runs that bestIndexKey's zset of the
+// same grade and quantity parked, best:{e}:<grade>:<quantity>:held: runs
+// whose free seats would give the quantity side by side but for seats
+// held, member "<rank> <first label>", score the time (ms on Redis's clock)
+// the first of those holds ends, when hold_best.lua puts the run back in
+// the index; plus the index's sentinel (a zset without it, lost or never
+// built, has the index built again).
+func (h *Holds) bestParkedKey(eventID int64, grade string, quantity int) string {
+	return h.Redis.Key("best:{%d}:%s:%d:held", eventID, grade, quantity)
+}
+
 // buildBestIndex builds best available's index of the event's grade for
 // the quantities 1 to limit (hold_best_index.lua): those of its zsets not
-// built for the index's generation get every run of the grade.
+// built for the index's generation get every run of the grade, and their
+// parked runs are forgotten.
 func (h *Holds) buildBestIndex(ctx context.Context, eventID int64, grade string, limit int, runs []seatRun) error {
 	keys := []string{h.bestGenKey(eventID)}
 	for q := 1; q <= min(limit, boxoffice.MaxPerAccountLimit); q++ {
-		keys = append(keys, h.bestIndexKey(eventID, grade, q))
+		keys = append(keys, h.bestIndexKey(eventID, grade, q), h.bestParkedKey(eventID, grade, q))
 	}
 	args := make([]any, 0, 3*len(runs))
 	for i, r := range runs {

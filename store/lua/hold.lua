@@ -27,8 +27,11 @@
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
 -- committed with no MarkSold, and no load since has read it.
--- hold_start, prune_holds, seat_state, hold_seats and trim_held come
--- from hold_shopper.lua.
+-- The account's holds are read once (prune_holds) and the reply built from
+-- that read; the requested seats' sold, blocked and lock states are read
+-- with one command each (seat_states), however many they are.
+-- hold_start, prune_holds, holds_reply, seat_states, hold_seats and
+-- trim_held come from hold_shopper.lua.
 local ended, now = hold_start()
 if ended then
   return ended
@@ -37,50 +40,46 @@ local acct, limit, ttl, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), A
 local first_label = 11
 
 -- At most limit entries remain.
-local held = prune_holds(KEYS[4], KEYS[2], now)
+local held, live = prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
-local taken, blocked, new = {}, {}, {}
+local labels, locks = {}, {}
 for i = first_label, #KEYS do
-  local state = seat_state(ARGV[i - 5], KEYS[i], KEYS[2], KEYS[10], KEYS[4], KEYS[7], acct, stale)
-  if state == 'taken' then
-    taken[#taken + 1] = ARGV[i - 5]
-    if redis.call('SISMEMBER', KEYS[10], ARGV[i - 5]) == 1 then
-      blocked[#blocked + 1] = ARGV[i - 5]
+  labels[#labels + 1], locks[#locks + 1] = ARGV[i - 5], KEYS[i]
+end
+local states, blocked = seat_states(labels, locks, KEYS[2], KEYS[10], live, KEYS[7], acct, stale)
+local taken, taken_blocked, new, new_locks = {}, {}, {}, {}
+for k, state in ipairs(states) do
+  if state == 'new' then
+    new[#new + 1], new_locks[#new_locks + 1] = labels[k], locks[k]
+  elseif state ~= 'mine' then
+    taken[#taken + 1] = labels[k]
+    if blocked[k] == 1 then
+      taken_blocked[#taken_blocked + 1] = labels[k]
     end
-  elseif state == 'new' then
-    new[#new + 1] = i
   end
 end
 if #taken > 0 then
-  return {'taken', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES'), taken, blocked}
+  return {'taken', now, owned, holds_reply(live), taken, taken_blocked}
 end
 
 if owned + held + #new > limit then
-  return {'limit', now, owned, redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')}
+  return {'limit', now, owned, (holds_reply(live))}
 end
 
 local exp = now + ttl
+local mine, last = holds_reply(live, new, exp)
 if #new > 0 then
-  local labels, locks = {}, {}
-  for k, i in ipairs(new) do
-    labels[k], locks[k] = ARGV[i - 5], KEYS[i]
-  end
-  hold_seats(labels, locks, KEYS[4], KEYS[5], KEYS[6], acct, exp)
+  hold_seats(new, new_locks, KEYS[4], KEYS[5], KEYS[6], acct, exp, last)
 end
--- The account's holds, read once: the reply, their latest expiry for
--- trim_held (the last pair) and the first expiry of the requested seats.
-local mine = redis.call('ZRANGE', KEYS[4], 0, -1, 'WITHSCORES')
-trim_held(KEYS[4], KEYS[5], KEYS[6], now, mine[#mine])
+trim_held(KEYS[5], KEYS[6], now)
 
-local asked = {}
-for i = first_label, #KEYS do
-  asked[ARGV[i - 5]] = true
-end
+-- The first expiry of the requested seats: a fresh hold's, or an earlier
+-- one of a seat the account held already.
 local first = exp
-for i = 1, #mine, 2 do
-  if asked[mine[i]] then
-    first = math.min(first, tonumber(mine[i + 1]))
+for _, label in ipairs(labels) do
+  if live[label] then
+    first = math.min(first, live[label])
   end
 end
 

@@ -9,18 +9,22 @@
 -- caller reads again.
 -- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e}, KEYS[3] holder:{e},
 -- KEYS[4] entry:{e}:{acct}, KEYS[5] entry:live:{e},
--- KEYS[6..] seat:lock:{e}:<label> of the listed seats
+-- KEYS[6..5+n] seat:lock:{e}:<label> of the n listed seats, KEYS[6+n]
+-- best:gen:{e}, then zsets of best available's index
 -- ARGV[1] account id, ARGV[2] the session key the entry token must be bound
--- to, ARGV[3..] the listed labels.
+-- to, ARGV[3] n, ARGV[4..3+n] the listed labels, then index_runs' arguments
+-- for their runs (which are back in the index: a pick may have parked them
+-- for the holds).
 -- Returns {'no_entry', reason} (as hold.lua), {'retry'} or {'left', n}, n
 -- the holds ended.
--- entry_refusal comes from hold_shopper.lua.
+-- entry_refusal comes from hold_shopper.lua, index_runs from hold_index.lua.
 local refusal = entry_refusal(KEYS[4], KEYS[5], ARGV[1], ARGV[2])
 if refusal then
   return {'no_entry', refusal}
 end
+local n = tonumber(ARGV[3])
 local listed = {}
-for i = 3, #ARGV do
+for i = 4, 3 + n do
   listed[ARGV[i]] = true
 end
 for _, label in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
@@ -29,14 +33,17 @@ for _, label in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
   end
 end
 local ended = 0
-for i = 6, #KEYS do
-  local label = ARGV[i - 3]
+for i = 6, 5 + n do
+  local label = ARGV[i - 2]
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
     redis.call('ZREM', KEYS[2], label)
     redis.call('HDEL', KEYS[3], label)
     ended = ended + 1
   end
+end
+if ended > 0 then
+  index_runs(KEYS[6 + n], 4 + n)
 end
 redis.call('DEL', KEYS[1], KEYS[4])
 redis.call('ZADD', KEYS[5], 'XX', 1, ARGV[1])

@@ -7,9 +7,12 @@
 -- KEYS[1] order:holds:{e}:<order>  the order's marker
 -- KEYS[2] hold:{e}:{acct}, KEYS[3] held:{e}, KEYS[4] holder:{e},
 -- KEYS[5..4+n] seat:lock:{e}:<label>, KEYS[5+n..4+2n] seat:order:{e}:<label>,
--- one of each per seat, in ARGV's order
+-- one of each per seat, in ARGV's order, KEYS[5+2n] best:gen:{e}, then
+-- zsets of best available's index
 -- ARGV[1] account id, ARGV[2] the marker's TTL (ms), ARGV[3] order id,
--- ARGV[4..] labels
+-- ARGV[4] n, ARGV[5..4+n] labels, then index_runs' arguments for their runs
+-- (from hold_index.lua; they are back in the index: a pick may have parked
+-- them for the holds)
 -- A seat's hold ends only if it is the hold this order extended: held by
 -- the account, its seat:order key naming the order (hold_extend.lua) and
 -- expiring when the hold does. A newer hold of the same account on the same
@@ -19,15 +22,20 @@
 if not redis.call('SET', KEYS[1], 'released', 'NX', 'PX', ARGV[2]) then
   return 0
 end
-local n = (#KEYS - 4) / 2
+local n = tonumber(ARGV[4])
+local ended = 0
 for i = 5, 4 + n do
-  local label = ARGV[i - 1]
+  local label = ARGV[i]
   if redis.call('GET', KEYS[i]) == ARGV[1] and redis.call('GET', KEYS[i + n]) == ARGV[3]
       and redis.call('PEXPIRETIME', KEYS[i]) == redis.call('PEXPIRETIME', KEYS[i + n]) then
     redis.call('DEL', KEYS[i], KEYS[i + n])
     redis.call('ZREM', KEYS[3], label)
     redis.call('HDEL', KEYS[4], label)
     redis.call('ZREM', KEYS[2], label)
+    ended = ended + 1
   end
+end
+if ended > 0 then
+  index_runs(KEYS[5 + 2 * n], 5 + n)
 end
 return 1

@@ -1,5 +1,6 @@
 -- Functions of the scripts that act for a shopper (hold.lua, hold_best.lua,
--- hold_release.lua), which store.Holds puts before each of them.
+-- hold_release.lua, hold_leave.lua), which store.Holds puts before each of
+-- them.
 
 -- entry_refusal checks the shopper's entry (DESIGN rule 5): the account's
 -- entry token (entry_key, "<token>|<session key>") must be live and bound to
@@ -33,63 +34,96 @@ end
 
 -- prune_holds drops from the account's holds (hold_key) those ended at now
 -- and those of seats sold since (sold_key), so that its count follows
--- expiry and sales with no sweeper. Returns the number of holds left. It
--- reads the holds once (at most the limit's, most often none), removes the
--- ended ones only when there are some, and checks the rest against
--- sold_key with one SMISMEMBER.
+-- expiry and sales with no sweeper. Returns the number of holds left and
+-- them, a table label -> expiry (ms). It reads the holds once (at most the
+-- limit's, most often none), removes the ended ones only when there are
+-- some, and checks the rest against sold_key with one SMISMEMBER.
 local function prune_holds(hold_key, sold_key, now)
   local holds = redis.call('ZRANGE', hold_key, 0, -1, 'WITHSCORES')
-  local labels = {}
+  local labels, live = {}, {}
   for i = 1, #holds, 2 do
     if tonumber(holds[i + 1]) >= now then
       labels[#labels + 1] = holds[i]
+      live[holds[i]] = tonumber(holds[i + 1])
     end
   end
   if #labels < #holds / 2 then
     redis.call('ZREMRANGEBYSCORE', hold_key, '-inf', '(' .. now)
   end
   if #labels == 0 then
-    return 0
+    return 0, live
   end
   local left = #labels
   for i, sold in ipairs(redis.call('SMISMEMBER', sold_key, unpack(labels))) do
     if sold == 1 then
       redis.call('ZREM', hold_key, labels[i])
+      live[labels[i]] = nil
       left = left - 1
     end
   end
-  return left
+  return left, live
 end
 
--- seat_state says what holding the seat label (lock key lock_key) would be
--- for the account acct (its holds at hold_key): 'taken' when it is sold
--- (sold_key), blocked by an admin (blocked_key) or held by another account, or, on a copy past its TTL (stale),
--- recorded as claimed for a sale (claimed_key); 'mine' when the account
--- holds it already; 'new' when it is free to hold. A lock of the account's
--- own that its holds no longer list (a hold pruned as ended at the same
--- millisecond) counts as free.
-local function seat_state(label, lock_key, sold_key, blocked_key, hold_key, claimed_key, acct, stale)
-  if redis.call('SISMEMBER', sold_key, label) == 1 or redis.call('SISMEMBER', blocked_key, label) == 1 then
-    return 'taken'
+-- holds_reply is the account's holds after a call, as a reply's flat list
+-- {label, expiry, ...}: live (prune_holds' table) and the seats labels just
+-- held until exp (none: nil); and their latest expiry (nil when none).
+local function holds_reply(live, labels, exp)
+  local flat, last = {}, nil
+  for label, e in pairs(live) do
+    flat[#flat + 1] = label
+    flat[#flat + 1] = e
+    last = math.max(last or e, e)
   end
-  local owner = redis.call('GET', lock_key)
-  if owner == false or (owner == acct and not redis.call('ZSCORE', hold_key, label)) then
-    if stale and redis.call('ZSCORE', claimed_key, label) then
-      return 'taken'
+  for _, label in ipairs(labels or {}) do
+    if not live[label] then
+      flat[#flat + 1] = label
+      flat[#flat + 1] = exp
+      last = math.max(last or exp, exp)
     end
-    return 'new'
   end
-  if owner == acct then
-    return 'mine'
+  return flat, last
+end
+
+-- seat_states says, for each seat labels[i] (lock key lock_keys[i]), what
+-- holding it would be for the account acct (its live holds: prune_holds'
+-- table), with three commands whatever the number of seats (a fourth per
+-- seat only on a copy past its TTL): 'gone' when it is sold (sold_key) or
+-- blocked by an admin (blocked_key); 'held' when another account holds it;
+-- 'mine' when the account holds it already; 'claimed' when, on a copy past
+-- its TTL (stale), it is recorded as claimed for a sale (claimed_key);
+-- 'new' when it is free to hold. A lock of the account's own that its live
+-- holds do not list (a hold pruned as ended at the same millisecond) counts
+-- as free. Also returns SMISMEMBER's reply for blocked_key.
+local function seat_states(labels, lock_keys, sold_key, blocked_key, live, claimed_key, acct, stale)
+  local sold = redis.call('SMISMEMBER', sold_key, unpack(labels))
+  local blocked = redis.call('SMISMEMBER', blocked_key, unpack(labels))
+  local owners = redis.call('MGET', unpack(lock_keys))
+  local states = {}
+  for i, label in ipairs(labels) do
+    local owner = owners[i]
+    if sold[i] == 1 or blocked[i] == 1 then
+      states[i] = 'gone'
+    elseif owner == false or (owner == acct and not live[label]) then
+      if stale and redis.call('ZSCORE', claimed_key, label) then
+        states[i] = 'claimed'
+      else
+        states[i] = 'new'
+      end
+    elseif owner == acct then
+      states[i] = 'mine'
+    else
+      states[i] = 'held'
+    end
   end
-  return 'taken'
+  return states, blocked
 end
 
 -- hold_seats holds the seats labels (lock keys lock_keys, in the same
 -- order) for acct until exp (ms on Redis's clock): each seat's lock, and
--- with one command each, the account's holds (hold_key) and the map's
--- indexes of held seats (held_key) and holders (holder_key).
-local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acct, exp)
+-- with one command each, the account's holds (hold_key), set to expire with
+-- the last of them (last, ms), and the map's indexes of held seats
+-- (held_key) and holders (holder_key).
+local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acct, exp, last)
   local scored, owners = {}, {}
   for i, label in ipairs(labels) do
     redis.call('SET', lock_keys[i], acct, 'PXAT', exp)
@@ -99,18 +133,15 @@ local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acc
     owners[#owners + 1] = acct
   end
   redis.call('ZADD', hold_key, unpack(scored))
+  redis.call('PEXPIREAT', hold_key, last)
   redis.call('ZADD', held_key, unpack(scored))
   redis.call('HSET', holder_key, unpack(owners))
 end
 
 -- trim_held keeps the map's index small after a hold: it drops a bounded
 -- batch of holds ended before now from held_key and holder_key (one ZREM
--- and one HDEL for the batch), and sets the account's holds (hold_key) to
--- expire with the last of them: last, its latest expiry (ms) when the
--- caller has read it, or read here when nil.
-local function trim_held(hold_key, held_key, holder_key, now, last)
-  last = last or redis.call('ZRANGE', hold_key, -1, -1, 'WITHSCORES')[2]
-  redis.call('PEXPIREAT', hold_key, last)
+-- and one HDEL for the batch).
+local function trim_held(held_key, holder_key, now)
   local ended = redis.call('ZRANGEBYSCORE', held_key, '-inf', '(' .. now, 'LIMIT', 0, 100)
   if #ended > 0 then
     redis.call('ZREM', held_key, unpack(ended))
