@@ -57,3 +57,23 @@ func IsPositionsRead(cmd redis.Cmder) bool {
 	}
 	return false
 }
+
+// BestRuns returns the runs of the event's grade, best first (each its
+// labels in their order along the row), as best available reads them.
+func BestRuns(ctx context.Context, h *Holds, eventID int64, grade string) ([][]string, error) {
+	layout, err := h.eventRuns(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	var runs [][]string
+	for _, r := range layout.grades[grade] {
+		runs = append(runs, r.labels)
+	}
+	return runs, nil
+}
+
+// BestIndexKeys returns the keys of best available's index of the event's
+// grade for quantity: its zset and its zset of parked runs.
+func BestIndexKeys(h *Holds, eventID int64, grade string, quantity int) (string, string) {
+	return h.bestIndexKey(eventID, grade, quantity), h.bestParkedKey(eventID, grade, quantity)
+}
