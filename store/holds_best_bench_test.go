@@ -42,7 +42,9 @@ func (scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 }
 
 // redisCalls returns Redis's count of calls of each command since its
-// start (INFO commandstats), those run by scripts included.
+// start (INFO commandstats), those run by scripts included, and under
+// "usec:<name>" the microseconds spent in them (a script's include those
+// of the commands it ran).
 func redisCalls(tb testing.TB, r *store.Redis) map[string]int64 {
 	tb.Helper()
 	info, err := r.Client.Info(context.Background(), "commandstats").Result()
@@ -57,6 +59,10 @@ func redisCalls(tb testing.TB, r *store.Redis) map[string]int64 {
 		}
 		n, _ := strconv.ParseInt(rest[:strings.IndexByte(rest+",", ',')], 10, 64)
 		calls[name] = n
+		if _, usec, ok := strings.Cut(rest, ",usec="); ok {
+			n, _ := strconv.ParseInt(usec[:strings.IndexByte(usec+",", ',')], 10, 64)
+			calls["usec:"+name] = n
+		}
 	}
 	return calls
 }
@@ -79,20 +85,24 @@ func (c *commandCounter) start() { c.before = redisCalls(c.tb, c.r) }
 
 func (c *commandCounter) stop() {
 	for name, n := range redisCalls(c.tb, c.r) {
-		if name != "info" {
+		if name != "info" && name != "usec:info" {
 			c.sum[name] += n - c.before[name]
 		}
 	}
 }
 
-// report adds the commands per op (cmds/op) and those of the named
-// commands (<name>/op) to b's results.
+// report adds the commands per op (cmds/op), the microseconds Redis spent
+// in scripts per op (script-µs/op), and the calls of the named commands
+// (<name>/op) to b's results.
 func (c *commandCounter) report(b *testing.B, names ...string) {
 	var all int64
-	for _, n := range c.sum {
-		all += n
+	for name, n := range c.sum {
+		if !strings.HasPrefix(name, "usec:") {
+			all += n
+		}
 	}
 	b.ReportMetric(float64(all)/float64(b.N), "cmds/op")
+	b.ReportMetric(float64(c.sum["usec:evalsha"]+c.sum["usec:eval"])/float64(b.N), "script-µs/op")
 	for _, name := range names {
 		b.ReportMetric(float64(c.sum[name])/float64(b.N), name+"/op")
 	}
