@@ -19,9 +19,9 @@ const bestWindowSeats = 64
 
 // bestWindowMaxSeats bounds the windows of a pass that goes on: each window
 // after one with no block (its seats held) has twice the seats of the one
-// before, up to this many, so that a pass through a grade whose seats are
-// all held (near the sell-out: held seats keep their runs in the index)
-// takes a few round trips, not one per 64 seats. It bounds how long one
+// before, up to this many, so that a pass through a grade whose runs the
+// index lists but cannot give the block (runs it has not read since they
+// lost it) takes a few round trips, not one per 64 seats. It bounds how long one
 // script keeps Redis busy (a window of 500 seats: about 2 ms a round trip
 // on the development machine, 1,000 seats: 9 to 15 ms).
 const bestWindowMaxSeats = 512
@@ -112,7 +112,9 @@ type bestHintKey struct {
 //
 // The script reads only runs that best available's index in Redis lists
 // (see bestIndexKey): those that may still have quantity seats side by
-// side neither sold nor blocked. One run of the script considers about
+// side neither sold, nor blocked, nor held (a run that holds alone keep
+// from giving them is parked until its first hold ends or a release, see
+// bestParkedKey). One run of the script considers about
 // bestWindowSeats seats of them, from where this process last found the
 // grade's blocks of that size to begin (a hint per pass, kept for
 // bestHintMaxAge), so that a pick costs one round trip and touches only
