@@ -9,6 +9,7 @@ package checkout
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -47,6 +48,14 @@ type Service struct {
 	// Logger receives what the PG answered that the caller is not told, and
 	// what the workers could not do (slog.Default when nil).
 	Logger *slog.Logger
+
+	// mu guards calls: the confirmations under way, by order and payment
+	// (Confirm).
+	mu    sync.Mutex
+	calls map[string]*confirmCall
+	// joining, when set (tests), runs when a Confirm starts waiting for
+	// another.
+	joining func(orderID, paymentKey string)
 }
 
 func (s *Service) logger() *slog.Logger {

@@ -62,10 +62,93 @@ const confirmationRefundReason = "boxoffice: "
 // our key; others when PostgreSQL or Redis fail. A committed outcome is
 // never an error: a refund the PG has not confirmed yet is Outcome
 // refund_pending.
+//
+// Calls for one order and payment on one Service wait for the first under
+// way and take its result when it settled the payment (confirmed or
+// refunded; for a redirect, an order of the redirect's amount): the
+// recorded result a call made after it would read, with no round trip to
+// PostgreSQL, no claim in Redis and no call to the PG (the PG's webhook
+// comes while the redirect's confirmation is under way: README, "The
+// store's work per paid order"); they share that *Confirmation, which no
+// caller changes. After any other result, or an error, each waiting call
+// confirms on its own. Calls on other instances do not wait; the store's
+// transaction decides between them.
 func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redirect *int64) (*boxoffice.Confirmation, error) {
 	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
+	call, first := s.startConfirm(orderID, paymentKey)
+	if !first {
+		if s.joining != nil {
+			s.joining(orderID, paymentKey)
+		}
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c := call.result; c != nil && settled(c, redirect) {
+			return c, nil
+		}
+		return s.confirm(ctx, orderID, paymentKey, redirect)
+	}
+	var c *boxoffice.Confirmation
+	defer func() { s.endConfirm(orderID, paymentKey, call, c) }()
+	c, err := s.confirm(ctx, orderID, paymentKey, redirect)
+	if err != nil {
+		c = nil
+	}
+	return c, err
+}
+
+// confirmCall is a Confirm under way for one order and payment, which later
+// calls for them wait for (Service.Confirm).
+type confirmCall struct {
+	done   chan struct{}
+	result *boxoffice.Confirmation // nil if the call failed; set before done closes
+}
+
+// startConfirm returns the call under way for the order and payment and
+// false, or registers a new one and returns it and true: the caller runs it
+// and ends it with endConfirm.
+func (s *Service) startConfirm(orderID, paymentKey string) (*confirmCall, bool) {
+	key := orderID + "\x00" + paymentKey
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if call := s.calls[key]; call != nil {
+		return call, false
+	}
+	if s.calls == nil {
+		s.calls = map[string]*confirmCall{}
+	}
+	call := &confirmCall{done: make(chan struct{})}
+	s.calls[key] = call
+	return call, true
+}
+
+// endConfirm hands the call's result to the calls waiting for it and
+// unregisters it.
+func (s *Service) endConfirm(orderID, paymentKey string, call *confirmCall, result *boxoffice.Confirmation) {
+	s.mu.Lock()
+	delete(s.calls, orderID+"\x00"+paymentKey)
+	s.mu.Unlock()
+	call.result = result
+	close(call.done)
+}
+
+// settled reports whether c, another call's result for the same order and
+// payment, is one a call with redirect would return: a payment recorded
+// confirmed or refunded (one rejected is looked up again, one
+// refund_pending refunded again), for an order of the redirect's amount.
+func settled(c *boxoffice.Confirmation, redirect *int64) bool {
+	if c.Outcome != boxoffice.PaymentConfirmed && c.Outcome != boxoffice.PaymentRefunded {
+		return false
+	}
+	return redirect == nil || *redirect == c.Order.Amount.Amount
+}
+
+// confirm is Confirm's work for one call.
+func (s *Service) confirm(ctx context.Context, orderID, paymentKey string, redirect *int64) (*boxoffice.Confirmation, error) {
 	o, rec, err := s.Orders.OrderAndPayment(ctx, orderID, paymentKey)
 	if err != nil {
 		return nil, err

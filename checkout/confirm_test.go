@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
@@ -143,11 +144,16 @@ func TestService_Confirm_RedirectAndWebhookRace(t *testing.T) {
 }
 
 // Hundreds of callers for one payment at once, redirects and webhooks mixed,
+// on four instances (on one, a call waits for the one under way: Confirm),
 // several rounds: one confirmation.
 func TestService_Confirm_Storm(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 20)
 	ctx := context.Background()
+	instances := []*checkout.Service{env.Checkout}
+	for range 3 {
+		instances = append(instances, env.NewService(env.NewOrders(), env.Gateway()))
+	}
 	for round := range 2 {
 		o := env.Order(t, env.Account(t), env.Event.Labels[round], env.Event.Labels[10+round])
 		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
@@ -156,10 +162,11 @@ func TestService_Confirm_Storm(t *testing.T) {
 		storetest.AtOnce(200, func(i int) {
 			var c *boxoffice.Confirmation
 			var err error
+			svc := instances[i/2%len(instances)] // redirects and webhooks on each
 			if i%2 == 0 {
-				c, err = env.Redirect(o.ID, key, amount)
+				c, err = svc.Confirm(ctx, o.ID, key, &amount)
 			} else {
-				c, err = env.Checkout.ConfirmWebhook(ctx, key, o.ID)
+				c, err = svc.ConfirmWebhook(ctx, key, o.ID)
 			}
 			if err != nil {
 				t.Errorf("caller %d: %v", i, err)

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/checkout"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
@@ -121,4 +123,122 @@ func TestPaidOrder_ResultAsRead(t *testing.T) {
 	if !reflect.DeepEqual(again, c) {
 		t.Fatalf("a repeat's recorded result differs:\n got %+v\nwant %+v", again, c)
 	}
+}
+
+// The PG's webhook that comes while the redirect's confirmation is under
+// way (as in the load test, where the sandbox sends it right after the
+// confirm's commit) waits for that confirmation and answers its result:
+// the two cost the store the confirmation's round trips and statements
+// alone (TestPaidOrder_RoundTrips), where the webhook confirmed again
+// before (5 round trips, 16 statements, a second transaction).
+func TestPaidOrder_WebhookDuringRedirect(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 4)
+	trips := env.CountTrips(t, 0)
+	// The first order warms the statement caches; the second is counted.
+	for round, seat := range []string{env.Event.R[0], env.Event.R[1]} {
+		o := env.Order(t, env.Account(t), seat)
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		before := trips.Snapshot()
+		c, w := redirectWithWebhook(t, env, o, key, amount)
+		got := trips.Snapshot().Sub(before)
+		if w.Status != http.StatusOK || w.Result != c {
+			t.Fatalf("round %d: webhook answered %d with %+v, want 200 with the redirect's result %+v", round, w.Status, w.Result, c)
+		}
+		checkouttest.WantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
+		if c.Outcome != boxoffice.PaymentConfirmed || len(c.Order.Tickets) != 1 {
+			t.Fatalf("round %d: outcome %q, %d tickets", round, c.Outcome, len(c.Order.Tickets))
+		}
+		t.Logf("round %d: redirect and webhook: %d round trips, %d statements, %d connections acquired", round, got.RoundTrips, got.Statements, got.Acquires)
+		if round == 1 && (got.RoundTrips != 3 || got.Statements != 17) {
+			t.Errorf("redirect and webhook: %d round trips and %d statements, want the confirmation's 3 and 17", got.RoundTrips, got.Statements)
+		}
+	}
+	env.CheckInvariants(t)
+}
+
+// A webhook that waited for a redirect's confirmation which did not settle
+// the payment (the redirect named another amount: the order failed, the
+// payment was never confirmed) confirms on its own: the PG's payment is
+// looked up again and recorded rejected.
+func TestService_Confirm_WaitsOnlyForASettledResult(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 4)
+	o := env.Order(t, env.Account(t), env.Event.R[0])
+	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+	c, w := redirectWithWebhook(t, env, o, key, amount+1)
+	checkouttest.WantOrder(t, c.Order, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch)
+	if c.Outcome != "" {
+		t.Fatalf("redirect: outcome %q, want none", c.Outcome)
+	}
+	if w.Status != http.StatusOK || w.Result == nil || w.Result == c || w.Result.Outcome != boxoffice.PaymentRejected {
+		t.Fatalf("webhook answered %d with %+v, want 200 with its own result, the payment rejected", w.Status, w.Result)
+	}
+	if outcome, _ := env.Outcome(t, key); outcome != boxoffice.PaymentRejected {
+		t.Fatalf("payment recorded %q, want rejected", outcome)
+	}
+	env.CheckInvariants(t)
+}
+
+// redirectWithWebhook follows the success redirect of the payment with
+// amount and, while the redirect's confirmation waits for the PG's look-up
+// (after the PG's confirm), posts the PG's webhook for the payment; once
+// the webhook's confirmation waits for the redirect's, the look-up goes on.
+// It returns the redirect's result and the webhook's call.
+func redirectWithWebhook(t *testing.T, env *checkouttest.Env, o *boxoffice.Order, key string, amount int64) (*boxoffice.Confirmation, checkouttest.WebhookCall) {
+	t.Helper()
+	pg := &pausedPG{PaymentGateway: env.Checkout.PG, key: key, reached: make(chan struct{}), release: make(chan struct{})}
+	env.Checkout.PG = pg
+	joined := make(chan struct{})
+	checkout.SetJoining(env.Checkout, func(orderID, paymentKey string) {
+		if orderID == o.ID && paymentKey == key {
+			close(joined)
+		}
+	})
+	var c *boxoffice.Confirmation
+	var err error
+	redirected := make(chan struct{})
+	go func() {
+		defer close(redirected)
+		c, err = env.Redirect(o.ID, key, amount)
+	}()
+	<-pg.reached
+	webhooked := make(chan struct{})
+	go func() {
+		defer close(webhooked)
+		env.PostWebhook(t, &boxoffice.Payment{PaymentKey: key, OrderID: o.ID}, env.Clock.Now())
+	}()
+	select {
+	case <-joined:
+	case <-webhooked:
+		t.Error("the webhook did not wait for the redirect's confirmation")
+	}
+	close(pg.release)
+	<-redirected
+	<-webhooked
+	if err != nil {
+		t.Fatalf("redirect: %v", err)
+	}
+	calls := env.WebhookCalls(key)
+	if len(calls) != 1 {
+		t.Fatalf("%d webhooks handled, want 1", len(calls))
+	}
+	return c, calls[0]
+}
+
+// pausedPG is a PG whose first look-up of the payment key waits: it closes
+// reached, then waits for release to close.
+type pausedPG struct {
+	boxoffice.PaymentGateway
+	key              string
+	reached, release chan struct{}
+	paused           atomic.Bool
+}
+
+func (g *pausedPG) GetPayment(ctx context.Context, paymentKey string) (*boxoffice.Payment, error) {
+	if paymentKey == g.key && g.paused.CompareAndSwap(false, true) {
+		close(g.reached)
+		<-g.release
+	}
+	return g.PaymentGateway.GetPayment(ctx, paymentKey)
 }
