@@ -31,7 +31,7 @@ func TestPaidOrder_RoundTrips(t *testing.T) {
 	steps := []struct {
 		name             string
 		want, statements int64
-	}{{"checkout", 2, 12}, {"confirmation", 3, 17}, {"webhook", 1, 4}, {"order page", 1, 3}}
+	}{{"checkout", 2, 12}, {"confirmation", 3, 15}, {"webhook", 1, 2}, {"order page", 1, 2}}
 	// The first order warms the statement caches and the sold-seat copy;
 	// the second is counted.
 	for round, seat := range []string{env.Event.R[0], env.Event.R[1]} {
@@ -150,8 +150,8 @@ func TestPaidOrder_WebhookDuringRedirect(t *testing.T) {
 			t.Fatalf("round %d: outcome %q, %d tickets", round, c.Outcome, len(c.Order.Tickets))
 		}
 		t.Logf("round %d: redirect and webhook: %d round trips, %d statements, %d connections acquired", round, got.RoundTrips, got.Statements, got.Acquires)
-		if round == 1 && (got.RoundTrips != 3 || got.Statements != 17) {
-			t.Errorf("redirect and webhook: %d round trips and %d statements, want the confirmation's 3 and 17", got.RoundTrips, got.Statements)
+		if round == 1 && (got.RoundTrips != 3 || got.Statements != 15) {
+			t.Errorf("redirect and webhook: %d round trips and %d statements, want the confirmation's 3 and 15", got.RoundTrips, got.Statements)
 		}
 	}
 	env.CheckInvariants(t)

@@ -67,10 +67,11 @@ type PaymentRecord struct {
 
 // OrderAndPayment returns the order as FindOrderByID does and the record
 // of the payment (nil when it has none, whichever order it names), read in
-// one round trip (one batch). Each statement of a batch sees what was
-// committed when it ran, so the payment is read first: an outcome that the
-// order's confirmation committed comes with that order, never an older one.
-// Errors: ENOTFOUND for an unknown order.
+// one round trip (one batch). The order and the payment are read by one
+// statement, so from one snapshot: an outcome comes with the order as the
+// transaction that recorded it left it, never an older one (the items and
+// tickets follow in a second statement; a confirmation's tickets were
+// committed with its outcome). Errors: ENOTFOUND for an unknown order.
 func (s *Orders) OrderAndPayment(ctx context.Context, orderID, paymentKey string) (*boxoffice.Order, *PaymentRecord, error) {
 	b := &pgx.Batch{}
 	queueOrderAndPayment(b, orderID, paymentKey)
@@ -90,24 +91,23 @@ func (s *Orders) OrderAndPayment(ctx context.Context, orderID, paymentKey string
 // queueOrderAndPayment queues the reads of OrderAndPayment, which
 // readOrderAndPayment reads.
 func queueOrderAndPayment(b *pgx.Batch, orderID, paymentKey string) {
-	b.Queue(`SELECT order_id, outcome, reason FROM payment WHERE payment_key = $1`, paymentKey)
-	b.Queue(orderQuery+` WHERE o.id = $1`, orderID)
+	b.Queue(`SELECT `+orderColumns+`, p.order_id, p.outcome, p.reason
+		FROM orders o JOIN event e ON e.id = o.event_id
+		LEFT JOIN payment p ON p.payment_key = $2
+		WHERE o.id = $1`, orderID, paymentKey)
 	queueDetails(b, []string{orderID})
 }
 
 // readOrderAndPayment reads queueOrderAndPayment's results.
 func (s *Orders) readOrderAndPayment(br pgx.BatchResults) (*boxoffice.Order, *PaymentRecord, error) {
-	rec := &PaymentRecord{}
-	err := br.QueryRow().Scan(&rec.OrderID, &rec.Outcome, &rec.Reason)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		rec = nil
-	case err != nil:
-		return nil, nil, fmt.Errorf("read payment: %w", err)
-	}
-	o, err := scanOrder(br.QueryRow())
+	var payOrder, outcome, reason *string
+	o, err := scanOrder(br.QueryRow(), &payOrder, &outcome, &reason)
 	if err != nil {
 		return nil, nil, fmt.Errorf("find order: %w", notFound(err, "err_no_order"))
+	}
+	var rec *PaymentRecord
+	if payOrder != nil {
+		rec = &PaymentRecord{OrderID: *payOrder, Outcome: boxoffice.PaymentOutcome(*outcome), Reason: *reason}
 	}
 	if err := s.readDetails(br, []*boxoffice.Order{o}); err != nil {
 		return nil, nil, err

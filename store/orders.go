@@ -405,8 +405,8 @@ type batcher interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// loadDetails fills the orders' items and tickets with two queries on q,
-// sent in one batch (one round trip).
+// loadDetails fills the orders' items and tickets with one query on q
+// (queueDetails).
 func (s *Orders) loadDetails(ctx context.Context, q batcher, orders []*boxoffice.Order) error {
 	if len(orders) == 0 {
 		return nil
@@ -425,40 +425,64 @@ func (s *Orders) loadDetails(ctx context.Context, q batcher, orders []*boxoffice
 	return br.Close()
 }
 
-// queueDetails queues the two queries of the items and the live tickets of
-// the orders ids, which readDetails reads.
+// queueDetails queues the query of the items of the orders ids, each with
+// its seat's parts and grade name and its live ticket (not refunded), by
+// section, row and number, which readDetails reads. Tickets are issued for
+// their order's items only (Orders.sell), at most one live ticket a seat
+// (ticket_live_seat), so the items' rows carry every live ticket once. The
+// ticket is looked up per item (LATERAL, LIMIT 1: the subquery stays one):
+// as a plain join, the generic plan that pgx's cached statement gets after
+// its fifth use hashed every live ticket of the sale for each read.
 func queueDetails(b *pgx.Batch, ids []string) {
-	queueItems(b, ids)
-	// No join to event_seat for the tickets' order: each ticket is for a
-	// seat of its order's items, which come in the seat map's order, and
-	// readDetails puts the tickets in theirs.
-	b.Queue(`SELECT order_id, id::text, event_id, seat_label FROM ticket WHERE order_id = ANY($1) AND refunded_at IS NULL`, ids)
+	b.Queue(itemsSelect+`, t.id::text, t.event_id`+itemsFrom+`
+		LEFT JOIN LATERAL (
+			SELECT id, event_id FROM ticket
+			WHERE order_id = i.order_id AND seat_label = i.seat_label AND refunded_at IS NULL LIMIT 1
+		) t ON true`+itemsWhere, ids)
 }
+
+// The parts of the items' query (queueItems, queueDetails).
+const (
+	itemsSelect = `
+		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name`
+	itemsFrom = `
+		FROM order_item i
+		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
+		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade`
+	itemsWhere = `
+		WHERE i.order_id = ANY($1)
+		ORDER BY s.section, s.row_label::int, s.number::int`
+)
 
 // queueItems queues the query of the items of the orders ids, each with
 // its seat's parts and grade name, by section, row and number, which
 // readItems reads.
 func queueItems(b *pgx.Batch, ids []string) {
-	b.Queue(`
-		SELECT i.order_id, i.seat_label, i.grade, i.price, s.section, s.row_label, s.number, g.name
-		FROM order_item i
-		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
-		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade
-		WHERE i.order_id = ANY($1)
-		ORDER BY s.section, s.row_label::int, s.number::int`, ids)
+	b.Queue(itemsSelect+itemsFrom+itemsWhere, ids)
 }
 
 // readItems reads queueItems' result into the orders byID (by order id).
 func readItems(br pgx.BatchResults, byID map[string]*boxoffice.Order) error {
+	return readItemRows(br, byID, nil)
+}
+
+// readItemRows reads the rows of the items' query into the orders byID (by
+// order id), each row's extra columns into extra, then calls each (if not
+// nil) with the row's order and item.
+func readItemRows(br pgx.BatchResults, byID map[string]*boxoffice.Order, each func(o *boxoffice.Order, it boxoffice.OrderItem), extra ...any) error {
 	rows, err := br.Query()
 	if err != nil {
 		return fmt.Errorf("order items: %w", err)
 	}
 	var orderID string
 	var it boxoffice.OrderItem
-	_, err = pgx.ForEachRow(rows, []any{&orderID, &it.Seat, &it.Grade, &it.Price, &it.Section, &it.Row, &it.Number, &it.GradeName}, func() error {
+	dest := append([]any{&orderID, &it.Seat, &it.Grade, &it.Price, &it.Section, &it.Row, &it.Number, &it.GradeName}, extra...)
+	_, err = pgx.ForEachRow(rows, dest, func() error {
 		o := byID[orderID]
 		o.Items = append(o.Items, it)
+		if each != nil {
+			each(o, it)
+		}
 		it.GradeName = nil // the next row's name goes into a map of its own
 		return nil
 	})
@@ -468,36 +492,24 @@ func readItems(br pgx.BatchResults, byID map[string]*boxoffice.Order) error {
 	return nil
 }
 
-// readDetails reads queueDetails' results into the orders: their items and
-// tickets, each ticket with its signed code, in its seat's item's order
-// (section, row, number).
+// readDetails reads queueDetails' result into the orders: their items and
+// live tickets, each ticket with its signed code, in its seat's item's
+// order (section, row, number).
 func (s *Orders) readDetails(br pgx.BatchResults, orders []*boxoffice.Order) error {
 	byID := make(map[string]*boxoffice.Order, len(orders))
 	for _, o := range orders {
 		byID[o.ID] = o
 	}
-	if err := readItems(br, byID); err != nil {
-		return err
-	}
-	rows, err := br.Query()
-	if err != nil {
-		return fmt.Errorf("order tickets: %w", err)
-	}
-	var orderID string
-	var t boxoffice.Ticket
-	_, err = pgx.ForEachRow(rows, []any{&orderID, &t.ID, &t.EventID, &t.Seat}, func() error {
+	var ticketID *string
+	var eventID *int64
+	return readItemRows(br, byID, func(o *boxoffice.Order, it boxoffice.OrderItem) {
+		if ticketID == nil {
+			return
+		}
+		t := boxoffice.Ticket{ID: *ticketID, EventID: *eventID, Seat: it.Seat}
 		t.Code = boxoffice.TicketCode(s.TicketSecret, t)
-		o := byID[orderID]
 		o.Tickets = append(o.Tickets, t)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("order tickets: %w", err)
-	}
-	for _, o := range orders {
-		sortTickets(o)
-	}
-	return nil
+	}, &ticketID, &eventID)
 }
 
 // sortTickets puts the order's tickets in the order of their seats' items;
