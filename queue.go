@@ -14,15 +14,20 @@ const (
 	QueueSoldOut  = "sold_out" // in line (or trying to join) but the event sold out
 	QueueReset    = "reset"    // had a place, but the waiting room lost its state (Redis restart)
 	QueuePrequeue = "prequeue" // in the pre-queue, before the draw; Ticket and Entrants say more
-	// The next two appear only in the batched QueueService.Positions;
-	// Position returns ENOTINQUEUE for them.
-	QueueExpired    = "expired"      // was admitted, and the entry token has expired
-	QueueNotInQueue = "not_in_queue" // neither waiting nor admitted
+	// The next ones appear only in the batched QueueService.Positions (but
+	// QueueOtherSession, which only Position tells); Position returns
+	// ENOTINQUEUE for them, with the Reason* of the same name (ReasonNone
+	// for QueueNotInQueue).
+	QueueExpired      = "expired"       // was admitted, and the entry token has expired
+	QueueDone         = "done"          // was admitted, and the turn ended with the fan's confirmed order
+	QueueLeft         = "left"          // was admitted, and the turn ended when the fan left the sale or logged out
+	QueueOtherSession = "other_session" // admitted, but the entry token is bound to another session of the account
+	QueueNotInQueue   = "not_in_queue"  // neither waiting nor admitted
 )
 
-// Reasons carried in Details["reason"] of ENOENTRYTOKEN errors (and
-// ENOTINQUEUE errors, which use ReasonExpired and ReasonNone), so that
-// handlers can say why: an expired token sends the fan back to the queue.
+// Reasons carried in Details["reason"] of ENOENTRYTOKEN and ENOTINQUEUE
+// errors, so that handlers can say why: an expired token sends the fan back
+// to the queue.
 const (
 	ReasonNone         = "none"          // never admitted, or Redis lost the token
 	ReasonExpired      = "expired"       // admitted, but the token's TTL has run out
@@ -68,10 +73,13 @@ type QueuePosition struct {
 // its last Join (the waiting room's cookie): the queue's Epoch and the
 // place's join Sequence. It grants nothing: a forged or stale one can at
 // most make the waiting room show a wrong position or say that the line was
-// reset.
+// reset. SessionKey is the asking session's key (never from the browser):
+// an account admitted with a token bound to another session is told so
+// (ReasonOtherSession); empty skips that check.
 type QueuePlace struct {
-	Epoch    string
-	Sequence int64
+	Epoch      string
+	Sequence   int64
+	SessionKey string
 }
 
 // queueEpochLen is the length of a queue epoch: 128 random bits in
@@ -138,13 +146,16 @@ type QueueService interface {
 	// kept from its last Join (the zero QueuePlace if nothing): a place the
 	// instance's shared figures of the current tick show still waiting is
 	// answered from them, with no Redis round trip. Errors: ENOTINQUEUE
-	// (with Details["reason"] ReasonExpired or ReasonNone) when the account
-	// is neither waiting nor admitted and place's epoch is still current.
+	// (with Details["reason"] ReasonExpired, ReasonDone, ReasonLeft or
+	// ReasonNone) when the account is neither waiting nor admitted and
+	// place's epoch is still current, and (ReasonOtherSession) when it is
+	// admitted with a token bound to a session other than place.SessionKey.
 	Position(ctx context.Context, eventID, accountID int64, place QueuePlace) (QueuePosition, error)
 	// Positions is Position for many fans in one Redis round trip, whatever
 	// their number: fans maps account ids to their sessions' epochs. Every
-	// account gets an entry; those Position would refuse get QueueExpired or
-	// QueueNotInQueue.
+	// account gets an entry; those Position would refuse get QueueExpired,
+	// QueueDone, QueueLeft or QueueNotInQueue (the session binding is not
+	// checked).
 	Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]QueuePosition, error)
 	// EntryToken returns the account's live entry token and its remaining
 	// TTL if it was issued (or moved by a rejoin) to sessionKey. Errors:

@@ -243,10 +243,12 @@ func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace
 		}
 		return boxoffice.QueuePosition{Status: boxoffice.QueuePrequeue, Ticket: ticket, Entrants: n, Epoch: pl.Epoch}, nil
 	}
-	p, err := s.Queue.Position(ctx, e.ID, acct, pl.QueuePlace)
+	place := pl.QueuePlace
+	place.SessionKey = boxoffice.SessionKeyFromContext(ctx)
+	p, err := s.Queue.Position(ctx, e.ID, acct, place)
 	if boxoffice.ErrorCode(err) == boxoffice.ENOTINQUEUE && e.HasPrequeue() {
 		if drawn, derr := s.Queue.Draw(ctx, e.ID, e.QueueOpensAt); derr == nil && drawn {
-			p, err = s.Queue.Position(ctx, e.ID, acct, pl.QueuePlace)
+			p, err = s.Queue.Position(ctx, e.ID, acct, place)
 		}
 	}
 	return p, err
@@ -284,9 +286,15 @@ func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.
 		}
 	case boxoffice.ENOTINQUEUE:
 		v.Status = boxoffice.QueueNotInQueue
-		switch {
-		case boxoffice.NoEntryReason(err) == boxoffice.ReasonExpired:
+		switch reason := boxoffice.NoEntryReason(err); {
+		case reason == boxoffice.ReasonExpired:
 			v.Status = boxoffice.QueueExpired
+		case reason == boxoffice.ReasonDone:
+			v.Status = boxoffice.QueueDone
+		case reason == boxoffice.ReasonLeft:
+			v.Status = boxoffice.QueueLeft
+		case reason == boxoffice.ReasonOtherSession:
+			v.Status = boxoffice.QueueOtherSession
 		case e.SeatStatus() == boxoffice.EventSoldOut:
 			v.Status = boxoffice.QueueSoldOut
 		}

@@ -980,3 +980,95 @@ func TestQueue_Stream_Caps(t *testing.T) {
 	wantStatus(t, resp, http.StatusTooManyRequests)
 	wantErrorCode(t, resp, boxoffice.ERATELIMITED)
 }
+
+// wantStatusReason asks for the client's queue status as JSON and wants 404
+// not_in_queue with the reason, then the waiting room page, which must show
+// the state testid and a join button.
+func wantStatusReason(t *testing.T, c *client, eventID int64, reason, state string) {
+	t.Helper()
+	join := fmt.Sprintf("/events/%d/queue", eventID)
+	resp := c.do("GET", join+"/status", nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusNotFound)
+	if m := decode(t, resp); m["error"] != "not_in_queue" || m["reason"] != reason {
+		t.Errorf("status = %v, want not_in_queue for reason %s", m, reason)
+	}
+	for _, path := range []string{join, join + "/status"} {
+		resp = c.do("GET", path, nil)
+		wantStatus(t, resp, http.StatusOK)
+		d := doc(t, resp)
+		if got := d.Find(`[data-testid="queue-state"]`).AttrOr("data-queue-status", ""); got != state {
+			t.Errorf("GET %s shows state %q, want %q", path, got, state)
+		}
+		if d.Find(`form[action="`+join+`"] button`).Length() != 1 {
+			t.Errorf("GET %s offers no way back into the queue", path)
+		}
+	}
+}
+
+// The waiting room says why a turn ended as GET /entry does: the fan left
+// (the leave button, or log-out), or the fan's order was confirmed.
+func TestQueue_StatusSaysWhyTheTurnEnded(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	entry := fmt.Sprintf("/events/%d/entry", ev.ID)
+
+	t.Run("Left", func(t *testing.T) {
+		c, acct := app.newAccount(t, "left@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		app.hold(t, acct, ev.ID, "A-1-2")
+		wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/leave", ev.ID), url.Values{}), http.StatusSeeOther)
+		wantNoEntry(t, c.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonLeft)
+		wantStatusReason(t, c, ev.ID, boxoffice.ReasonLeft, boxoffice.QueueLeft)
+	})
+
+	t.Run("LogOutAndInAgain", func(t *testing.T) {
+		c, _ := app.newAccount(t, "again@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		wantStatus(t, c.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+		wantStatus(t, c.do("POST", "/login", url.Values{"email": {"again@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+		wantNoEntry(t, c.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonLeft)
+		wantStatusReason(t, c, ev.ID, boxoffice.ReasonLeft, boxoffice.QueueLeft)
+	})
+
+	t.Run("Done", func(t *testing.T) {
+		c, acct := app.newAccount(t, "done@example.com", boxoffice.RoleFan)
+		app.enter(t, c, ev.ID)
+		app.hold(t, acct, ev.ID, "A-1-3")
+		resp := c.do("POST", fmt.Sprintf("/events/%d/orders", ev.ID), url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusCreated)
+		var o orderAnswer
+		if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, c.do("GET", app.payAtSandbox(t, c, o, "pay", ""), nil), http.StatusSeeOther)
+		wantNoEntry(t, c.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonDone)
+		wantStatusReason(t, c, ev.ID, boxoffice.ReasonDone, boxoffice.QueueDone)
+	})
+}
+
+// A fan admitted in one browser who logs in in another is not told there
+// that the turn came: the waiting room says, as GET /entry does, that the
+// turn is in the other browser, and joining again here moves it.
+func TestQueue_StatusOtherSession(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	join, entry := fmt.Sprintf("/events/%d/queue", ev.ID), fmt.Sprintf("/events/%d/entry", ev.ID)
+	first, _ := app.newAccount(t, "two@example.com", boxoffice.RoleFan)
+	app.enter(t, first, ev.ID)
+	position(t, first, join+"/status", boxoffice.QueueAdmitted, 0)
+
+	second := app.newClient(t)
+	wantStatus(t, second.do("POST", "/login", url.Values{"email": {"two@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+	wantNoEntry(t, second.do("GET", entry, nil, "Accept: application/json"), boxoffice.ReasonOtherSession)
+	wantStatusReason(t, second, ev.ID, boxoffice.ReasonOtherSession, boxoffice.QueueOtherSession)
+	position(t, first, join+"/status", boxoffice.QueueAdmitted, 0)
+
+	// Joining again here moves the turn: this browser is admitted, the
+	// first one is told the turn moved.
+	wantStatus(t, second.do("POST", join, url.Values{}, "Accept: application/json"), http.StatusOK)
+	position(t, second, join+"/status", boxoffice.QueueAdmitted, 0)
+	wantStatus(t, second.do("GET", entry, nil, "Accept: application/json"), http.StatusOK)
+	wantStatusReason(t, first, ev.ID, boxoffice.ReasonOtherSession, boxoffice.QueueOtherSession)
+}

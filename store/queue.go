@@ -327,7 +327,10 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 // no round trip; otherwise one round trip, which refreshes the figures for
 // the polls that wait for it. Errors:
 // ENOTINQUEUE with Details["reason"] ReasonExpired (the fan was admitted and
-// the token expired) or ReasonNone.
+// the token expired), ReasonDone (the turn ended with the fan's order),
+// ReasonLeft (the fan left the sale or logged out), ReasonOtherSession (the
+// live token is bound to a session other than place.SessionKey, if that is
+// not empty) or ReasonNone.
 func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place boxoffice.QueuePlace) (boxoffice.QueuePosition, error) {
 	var lead *figuresFlight
 	if place.Epoch != "" && place.Sequence > 0 {
@@ -342,12 +345,18 @@ func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place bo
 		}
 	}
 	var p [1]boxoffice.QueuePosition
-	if err := q.positions(ctx, eventID, []int64{accountID}, []string{place.Epoch}, p[:], lead); err != nil {
+	if err := q.positions(ctx, eventID, []int64{accountID}, []string{place.Epoch}, place.SessionKey, p[:], lead); err != nil {
 		return boxoffice.QueuePosition{}, err
 	}
 	switch p[0].Status {
 	case boxoffice.QueueExpired:
 		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonExpired)
+	case boxoffice.QueueDone:
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonDone)
+	case boxoffice.QueueLeft:
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonLeft)
+	case boxoffice.QueueOtherSession:
+		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonOtherSession)
 	case boxoffice.QueueNotInQueue:
 		return boxoffice.QueuePosition{}, notInQueue(boxoffice.ReasonNone)
 	}
@@ -362,7 +371,7 @@ func (q *Queue) Position(ctx context.Context, eventID, accountID int64, place bo
 // from Join ("" if none). Every account gets an entry: QueueWaiting (or
 // QueueSoldOut) with its position, QueueAdmitted, QueueReset (not found, and
 // the session's epoch is not the queue's: Redis lost the line),
-// QueueExpired or QueueNotInQueue.
+// QueueExpired, QueueDone, QueueLeft or QueueNotInQueue.
 func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]boxoffice.QueuePosition, error) {
 	if len(fans) == 0 {
 		return map[int64]boxoffice.QueuePosition{}, nil
@@ -372,7 +381,7 @@ func (q *Queue) Positions(ctx context.Context, eventID int64, fans map[int64]str
 		ids, epochs = append(ids, id), append(epochs, epoch)
 	}
 	ps := make([]boxoffice.QueuePosition, len(ids))
-	if err := q.positions(ctx, eventID, ids, epochs, ps, nil); err != nil {
+	if err := q.positions(ctx, eventID, ids, epochs, "", ps, nil); err != nil {
 		return nil, err
 	}
 	out := make(map[int64]boxoffice.QueuePosition, len(ids))
@@ -394,9 +403,11 @@ var positionsArgs = func() []any {
 
 // positions is Positions for at least one fan: it sets out[i] to the
 // position of the account ids[i], whose session kept epochs[i] from Join
-// (out, ids and epochs have the same length). fl, if not nil, is the
-// refresh of the figures that this read leads, landed with its figures.
-func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epochs []string, out []boxoffice.QueuePosition, fl *figuresFlight) error {
+// (out, ids and epochs have the same length). A sessionKey, given only for
+// one account, makes an admitted account whose token is bound to another
+// session QueueOtherSession. fl, if not nil, is the refresh of the figures
+// that this read leads, landed with its figures.
+func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epochs []string, sessionKey string, out []boxoffice.QueuePosition, fl *figuresFlight) error {
 	gen := q.figuresGen(eventID)
 	if fl != nil {
 		gen = fl.gen
@@ -406,12 +417,18 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	for _, id := range ids {
 		args = append(args, strconv.FormatInt(id, 10))
 	}
-	keys := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}
+	keys, replies := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}, 2+2*len(ids)
+	if sessionKey != "" {
+		keys, replies = append(keys, q.Redis.entryKey(eventID, ids[0])), replies+1
+	}
 	res, err := queuePositionsScript.RunRO(ctx, q.Redis.Client, keys, args...).Slice()
-	var packed string
+	var packed, bound string
 	if err == nil {
-		if len(res) == 2+2*len(ids) {
+		if len(res) == replies {
 			packed, _ = res[1].(string)
+			if sessionKey != "" {
+				bound, _ = res[replies-1].(string)
+			}
 		} else {
 			err = fmt.Errorf("unexpected reply %v", res)
 		}
@@ -428,21 +445,24 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	if fl != nil {
 		q.land(eventID, fl, f, true)
 	}
-	seqs, lives := res[2:2+len(ids)], res[2+len(ids):]
+	seqs, lives := res[2:2+len(ids)], res[2+len(ids):2+2*len(ids)]
 	for i := range ids {
 		seq, live := toInt64(seqs[i]), toInt64(lives[i])
+		status := boxoffice.QueueNotInQueue
 		switch epoch := epochs[i]; {
 		case seq > 0:
 			out[i] = st.waiting(seq, now)
+			continue
+		case live >= now.UnixMilli() && bound != "" && !equal(bound, sessionKey):
+			status = boxoffice.QueueOtherSession
 		case live >= now.UnixMilli():
-			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueAdmitted, Epoch: st.epoch}
+			status = boxoffice.QueueAdmitted
 		case epoch != "" && epoch != st.epoch:
-			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueReset, Epoch: st.epoch}
-		case live > 0:
-			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueExpired, Epoch: st.epoch}
-		default:
-			out[i] = boxoffice.QueuePosition{Status: boxoffice.QueueNotInQueue, Epoch: st.epoch}
+			status = boxoffice.QueueReset
+		case live >= 0:
+			status = endedStatus(float64(live))
 		}
+		out[i] = boxoffice.QueuePosition{Status: status, Epoch: st.epoch}
 	}
 	return nil
 }
@@ -492,6 +512,18 @@ func (e entry) missing() error {
 		return noEntryYet()
 	}
 	return noEntry(e.ended)
+}
+
+// endedStatus is the waiting room's status of an account whose issued
+// entry token ended, by its score in entry:live:{e} (see endedReason).
+func endedStatus(score float64) string {
+	switch endedReason(score) {
+	case boxoffice.ReasonDone:
+		return boxoffice.QueueDone
+	case boxoffice.ReasonLeft:
+		return boxoffice.QueueLeft
+	}
+	return boxoffice.QueueExpired
 }
 
 // endedReason says why an issued entry token ended, by its score in
