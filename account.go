@@ -34,9 +34,10 @@ type Account struct {
 	Email string
 	Name  string
 	Role  string
-	// Lang is the language the account chose with the language switch (a
-	// base tag such as "ko"), "" until it chooses; log-in puts it in the
-	// language cookie.
+	// Lang is the account's language (a base tag such as "ko"): the one its
+	// sign-up page was shown in, then the one it chose with the language
+	// switch ("" for accounts made without a request, such as create-admin's);
+	// log-in puts it in the language cookie.
 	Lang      string
 	CreatedAt time.Time
 }

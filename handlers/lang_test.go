@@ -350,3 +350,35 @@ func TestLang_StreamFragments(t *testing.T) {
 		t.Errorf("two Korean fans admitted at one tick got different fragments:\n%s\n%s", admitted[0], admitted[2])
 	}
 }
+
+// An account signed up in the language its sign-up page was shown in: the
+// browser's Accept-Language, or the switch's cookie, over DEFAULT_LANG;
+// logging in again in a fresh browser brings that language back.
+func TestLang_Signup(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, inKorean)
+	for _, tt := range []struct {
+		name    string
+		headers []string
+		want    string
+	}{
+		{"AcceptEnglish", []string{"Accept-Language: en-US,en;q=0.9"}, views.English},
+		{"CookieEnglish", []string{"Accept-Language: ko", "Cookie: boxoffice_lang=en"}, views.English},
+		{"AcceptKorean", []string{"Accept-Language: ko-KR"}, views.Korean},
+		{"Default", nil, views.Korean},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			email := strings.ToLower(tt.name) + "@example.com"
+			wantStatus(t, app.newClient(t).do("POST", "/signup", signupForm(email, "correct horse", "Signer"), tt.headers...), http.StatusSeeOther)
+			a, err := app.Srv.Accounts.Authenticate(context.Background(), email, "correct horse")
+			if err != nil || a.Lang != tt.want {
+				t.Fatalf("account language %q (%v), want %q", a.Lang, err, tt.want)
+			}
+			fresh := app.newClient(t)
+			wantStatus(t, fresh.do("POST", "/login", url.Values{"email": {email}, "password": {"correct horse"}}), http.StatusSeeOther)
+			if got := fresh.do("GET", "/", nil).Header.Get("Content-Language"); got != tt.want {
+				t.Errorf("after log-in in a fresh browser the site speaks %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
