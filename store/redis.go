@@ -29,13 +29,18 @@ type Redis struct {
 // and redis://[user:password@]host:port?addr=host2:port2&addr=host3:port3
 // names a Redis Cluster by its seeds (cluster is non-nil). A cluster has
 // only database 0, so a URL that names a database (a path or db=) and a
-// seed (addr=) mixes the forms and is refused. Errors name REDIS_URL.
+// seed (addr=) mixes the forms and is refused. protocol=, if given, must be
+// 2 or 3 (RESP2 or RESP3; go-redis would take any number silently). Errors
+// name REDIS_URL.
 func ParseRedisURL(rawURL string) (one *redis.Options, cluster *redis.ClusterOptions, err error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
 		return nil, nil, errors.New("REDIS_URL: want redis://host:port/db for one server or redis://host:port?addr=host2:port2&addr=host3:port3 for a cluster")
 	}
 	q := u.Query()
+	if p := q["protocol"]; len(p) > 0 && (len(p) > 1 || (p[0] != "2" && p[0] != "3")) {
+		return nil, nil, fmt.Errorf("REDIS_URL: protocol must be 2 (RESP2) or 3 (RESP3), or left out for 3; got %q", strings.Join(p, ","))
+	}
 	if !q.Has("addr") {
 		if one, err = redis.ParseURL(rawURL); err != nil {
 			return nil, nil, fmt.Errorf("REDIS_URL: %w", err)

@@ -221,3 +221,19 @@ func freePort(t *testing.T) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// REDIS_URL's protocol= takes only the RESP versions go-redis speaks; any
+// other value stops the binary with a sentence naming the allowed ones.
+func TestLoadConfig_RedisProtocol(t *testing.T) {
+	for _, u := range []string{"redis://127.0.0.1:6379/0?protocol=2", "redis://127.0.0.1:6379/0?protocol=3", "redis://127.0.0.1:7000?addr=127.0.0.1:7001&protocol=2"} {
+		if _, err := LoadConfig(env(map[string]string{"REDIS_URL": u})); err != nil {
+			t.Errorf("LoadConfig(REDIS_URL=%s) = %v, want it accepted", u, err)
+		}
+	}
+	for _, u := range []string{"redis://127.0.0.1:6379/0?protocol=4", "redis://127.0.0.1:6379/0?protocol=", "redis://127.0.0.1:6379/0?protocol=resp3", "redis://127.0.0.1:7000?addr=127.0.0.1:7001&protocol=1"} {
+		_, err := LoadConfig(env(map[string]string{"REDIS_URL": u}))
+		if err == nil || !strings.Contains(err.Error(), "REDIS_URL: protocol must be 2 (RESP2) or 3 (RESP3)") {
+			t.Errorf("LoadConfig(REDIS_URL=%s) = %v, want a refusal naming protocol 2 and 3", u, err)
+		}
+	}
+}
