@@ -152,7 +152,11 @@ type Order struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	ConfirmedAt    *time.Time
-	Items          []OrderItem
+	// Charged reports whether some payment of the order moved money (it
+	// was confirmed at the PG, whether it paid the order or is refunded),
+	// so that a failed order tells a refund from nothing charged.
+	Charged bool
+	Items   []OrderItem
 	Tickets        []Ticket
 }
 

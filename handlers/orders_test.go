@@ -575,3 +575,25 @@ func TestTossCheckoutPage(t *testing.T) {
 	sc, _, so := sandbox.checkout(t, "sandbox@example.com", "A-1-3")
 	wantStatus(t, sc.do("GET", "/payments/checkout?orderId="+so.OrderID, nil), http.StatusNotFound)
 }
+
+// A payment the app refused for its amount (a redirect with a tampered
+// amount, or a payment for less than the order) was never confirmed, so
+// nothing was charged: the order page says so, and speaks of no refund.
+func TestOrderPage_AmountRefusedNothingCharged(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	for i, scenario := range []string{sandbox.ScenarioTamperAmount, sandbox.ScenarioPayLess} {
+		t.Run(scenario, func(t *testing.T) {
+			c, _, o := app.checkout(t, fmt.Sprintf("amount%d@example.com", i), "A-1-1")
+			wantStatus(t, c.do("GET", app.payAtSandbox(t, c, o, "pay", scenario), nil), http.StatusSeeOther)
+			page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil))
+			want := views.In(views.English, boxoffice.M("order_fail_amount_uncharged"))
+			if got := testid(page, "order-status"); got != "Failed" {
+				t.Errorf("order-status %q, want Failed", got)
+			}
+			if got := testid(page, "order-failure"); got != want {
+				t.Errorf("order-failure %q, want %q", got, want)
+			}
+		})
+	}
+}

@@ -338,7 +338,8 @@ func lockPurchases(ctx context.Context, tx pgx.Tx, eventID, accountID int64) (in
 // orderColumns are the columns scanOrder reads, from orders o JOIN event e.
 const orderColumns = `o.id, o.event_id, e.title, (SELECT v.name FROM venue v WHERE v.id = e.venue_id), e.starts_at,
        e.time_zone, o.account_id, o.status, o.amount, o.currency,
-       o.order_name, o.expires_at, o.failure_code, o.failure_message, o.created_at, o.updated_at, o.confirmed_at`
+       o.order_name, o.expires_at, o.failure_code, o.failure_message, o.created_at, o.updated_at, o.confirmed_at,
+       EXISTS (SELECT 1 FROM payment p WHERE p.order_id = o.id AND p.outcome <> 'rejected')`
 
 const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.id = o.event_id`
 
@@ -346,7 +347,7 @@ const orderQuery = `SELECT ` + orderColumns + ` FROM orders o JOIN event e ON e.
 func scanOrder(row pgx.Row, extra ...any) (*boxoffice.Order, error) {
 	var o boxoffice.Order
 	dest := []any{&o.ID, &o.EventID, &o.EventTitle, &o.VenueName, &o.StartsAt, &o.TimeZone, &o.AccountID, &o.Status, &o.Amount.Amount, &o.Amount.Currency,
-		&o.Name, &o.ExpiresAt, &o.FailureCode, &o.FailureMessage, &o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt}
+		&o.Name, &o.ExpiresAt, &o.FailureCode, &o.FailureMessage, &o.CreatedAt, &o.UpdatedAt, &o.ConfirmedAt, &o.Charged}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

@@ -176,3 +176,19 @@ func TestIn_NestedArgs(t *testing.T) {
 		t.Errorf("en: %q, want %q", got, want)
 	}
 }
+
+// An order failed for its payment's amount speaks of a refund only when a
+// payment of it was charged.
+func TestOrderFailureText_Amount(t *testing.T) {
+	for _, tt := range []struct {
+		charged bool
+		want    boxoffice.MsgID
+	}{{true, "order_fail_amount"}, {false, "order_fail_amount_uncharged"}} {
+		o := &boxoffice.Order{Status: boxoffice.OrderFailed, FailureCode: boxoffice.ReasonAmountMismatch, Charged: tt.charged}
+		for _, lang := range []string{English, Korean} {
+			if got, want := OrderFailureText(in(lang), o), T(in(lang), tt.want); got != want {
+				t.Errorf("OrderFailureText(%s, charged %v) = %q, want %q", lang, tt.charged, got, want)
+			}
+		}
+	}
+}
