@@ -157,7 +157,7 @@ type Order struct {
 	// so that a failed order tells a refund from nothing charged.
 	Charged bool
 	Items   []OrderItem
-	Tickets        []Ticket
+	Tickets []Ticket
 }
 
 // Seats returns the labels of the order's seats, in item order.
