@@ -38,7 +38,7 @@ func (s *Server) language(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		h["Content-Language"] = contentLanguage[lang]
-		h["Vary"] = append(h["Vary"], "Accept-Language, Cookie")
+		addVary(h, "Accept-Language, Cookie")
 		c.SetRequest(r.WithContext(boxoffice.NewContextWithLang(r.Context(), lang)))
 		return next(c)
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -128,7 +129,7 @@ func crossOriginProtection() echo.MiddlewareFunc {
 func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r, res := c.Request(), c.Response()
-		res.Header().Add("Vary", "Cookie")
+		addVary(res.Header(), "Cookie")
 		token, _ := cookieValue(r, s.Sessions.Cookie.Name)
 		ctx, err := s.Sessions.Load(r.Context(), token)
 		if err != nil {
@@ -332,4 +333,66 @@ func readableValues(values url.Values) bool {
 		}
 	}
 	return true
+}
+
+// addVary adds names to the response's one Vary header, a comma-separated
+// list, leaving out the names it lists already: whichever middleware adds
+// to it (the language, the session, the compression, a page of its own),
+// the response carries one Vary line naming each header once. With no names
+// it merges the lines others added (echo's gzip adds its own) into one.
+// It never writes into a slice the header holds, which may be shared, and
+// allocates nothing when the line lists every name already (the session's
+// Cookie after the language's).
+func addVary(h http.Header, names ...string) {
+	lines := h["Vary"]
+	switch {
+	case len(lines) == 0 && len(names) == 1:
+		h["Vary"] = []string{names[0]}
+		return
+	case len(lines) == 1 && varyListsAll(lines[0], names):
+		return
+	}
+	var list []string
+	for _, line := range append(slices.Clip(lines), names...) {
+		for name := range strings.SplitSeq(line, ",") {
+			if name = strings.TrimSpace(name); name != "" && !slices.ContainsFunc(list, func(n string) bool { return strings.EqualFold(n, name) }) {
+				list = append(list, name)
+			}
+		}
+	}
+	h["Vary"] = []string{strings.Join(list, ", ")}
+}
+
+// varyListsAll reports whether the Vary line lists every name of names
+// (each a comma-separated list), ignoring case.
+func varyListsAll(line string, names []string) bool {
+	for _, list := range names {
+		for name := range strings.SplitSeq(list, ",") {
+			if !varyLists(line, strings.TrimSpace(name)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// varyLists reports whether the Vary line lists name, ignoring case.
+func varyLists(line, name string) bool {
+	for token := range strings.SplitSeq(line, ",") {
+		if strings.EqualFold(strings.TrimSpace(token), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// oneVary is mw (echo's gzip) with the Vary lines it adds merged into the
+// one the response had (addVary) before the handler runs.
+func oneVary(mw echo.MiddlewareFunc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return mw(func(c echo.Context) error {
+			addVary(c.Response().Header())
+			return next(c)
+		})
+	}
 }

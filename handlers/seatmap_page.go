@@ -119,7 +119,7 @@ func (pg *seatMapPage) serve(c echo.Context) error {
 	h := c.Response().Header()
 	h.Set(echo.HeaderCacheControl, "private, no-cache")
 	h.Set("ETag", pg.etag)
-	h.Add(echo.HeaderVary, "Accept, Accept-Encoding, HX-Request")
+	addVary(h, "Accept, Accept-Encoding, HX-Request")
 	req := c.Request()
 	if etagMatches(req.Header.Get("If-None-Match"), pg.etag) {
 		return c.NoContent(http.StatusNotModified)

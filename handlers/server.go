@@ -242,8 +242,8 @@ func (s *Server) Handler() http.Handler {
 
 	// Seat map and holds (issue 5): an entry token of this session needed,
 	// checked by the store in the same Redis step as the action.
-	gzip := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10})
-	gzipButShared := middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10, Skipper: sharesSeatMapPage})
+	gzip := oneVary(middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10}))
+	gzipButShared := oneVary(middleware.GzipWithConfig(middleware.GzipConfig{Level: 1, MinLength: 4 << 10, Skipper: sharesSeatMapPage}))
 	app.GET("/events/:id/seats", s.handleSeatMap, gzipButShared, requireAccount)
 	app.GET("/events/:id/seats/status", s.handleSeatStatus, gzip, requireAccount)
 	app.POST("/events/:id/holds", s.handleHold, requireAccount)

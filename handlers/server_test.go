@@ -2,10 +2,13 @@ package handlers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/boxoffice/boxoffice"
 )
 
 func TestCrossOriginPost(t *testing.T) {
@@ -84,5 +87,49 @@ func TestHealthAndReady(t *testing.T) {
 	for _, path := range []string{"/static/htmx.min.js", "/static/sse.min.js", "/static/pico.min.css", "/favicon.ico"} {
 		wantStatus(t, c.do("GET", path, nil), http.StatusOK)
 		wantStatus(t, c.do("HEAD", path, nil), http.StatusOK)
+	}
+}
+
+// Every response carries one Vary header listing each request header it
+// depends on once, whichever middleware added which: the language, the
+// session's cookie, the compression and the seat map page's own.
+func TestServer_OneVary(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	c, _ := app.newAccount(t, "vary@example.com", boxoffice.RoleFan)
+	app.enter(t, c, ev.ID)
+	seats := fmt.Sprintf("/events/%d/seats", ev.ID)
+	for _, tt := range []struct {
+		path    string
+		headers []string
+		want    []string // what the one Vary must list, at least
+	}{
+		{"/", nil, []string{"Accept-Language", "Cookie"}},
+		{fmt.Sprintf("/events/%d", ev.ID), []string{"Accept: application/json"}, []string{"Accept-Language", "Cookie"}},
+		{seats, []string{"Accept-Encoding: gzip"}, []string{"Accept", "Accept-Encoding", "Accept-Language", "Cookie", "HX-Request"}},
+		{seats, []string{"Accept-Encoding: gzip", "Accept: application/json"}, []string{"Accept-Encoding", "Accept-Language", "Cookie"}},
+		{seats + "/status", []string{"Accept-Encoding: gzip", "HX-Request: true"}, []string{"Accept-Encoding", "Accept-Language", "Cookie"}},
+	} {
+		resp := c.do("GET", tt.path, nil, tt.headers...)
+		wantStatus(t, resp, http.StatusOK)
+		lines := resp.Header.Values("Vary")
+		if len(lines) != 1 {
+			t.Errorf("GET %s %v: %d Vary headers %q, want one", tt.path, tt.headers, len(lines), lines)
+			continue
+		}
+		seen := map[string]bool{}
+		for _, name := range strings.Split(lines[0], ",") {
+			name = http.CanonicalHeaderKey(strings.TrimSpace(name))
+			if seen[name] {
+				t.Errorf("GET %s %v: Vary %q names %s twice", tt.path, tt.headers, lines[0], name)
+			}
+			seen[name] = true
+		}
+		for _, name := range tt.want {
+			if !seen[http.CanonicalHeaderKey(name)] {
+				t.Errorf("GET %s %v: Vary %q lacks %s", tt.path, tt.headers, lines[0], name)
+			}
+		}
 	}
 }
