@@ -166,6 +166,10 @@ type QueueService interface {
 	// the session, so a session holds nothing that could be copied. Errors:
 	// ENOENTRYTOKEN with a Reason* in Details["reason"].
 	CheckEntry(ctx context.Context, eventID, accountID int64, sessionKey string) error
+	// SetPaused tells the event's waiting room at once that admission is
+	// paused or resumed (the admin's change, already stored), so that joins
+	// and polls say so before the next admission tick publishes it.
+	SetPaused(ctx context.Context, eventID int64, paused bool) error
 	// QueueStats returns the event's waiting-room figures.
 	QueueStats(ctx context.Context, eventID int64) (QueueStats, error)
 	// Draw places the event's pre-queue in line if drawAt has come (by

@@ -123,7 +123,8 @@ func (s *Server) handleAdminLive(c echo.Context) error {
 
 // handleAdminAdmission handles POST /admin/events/:id/admission: form
 // fields paused ("true" or "false") and/or rate (fans per second) change
-// the event's admission, taking effect at the admitter's next tick. JSON:
+// the event's admission, taking effect at the admitter's next tick; a
+// pause or resume reaches the waiting room's joins at once. JSON:
 // 200 {"paused", "rate"}; HTML: 303 to the live page; 422 with the reasons.
 func (s *Server) handleAdminAdmission(c echo.Context) error {
 	id, err := eventID(c)
@@ -153,6 +154,13 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 		return err
 	}
 	s.LiveEvents.Forget(id)
+	if paused != nil {
+		// Stored already: should Redis not take it now, the next admission
+		// tick publishes it.
+		if err := s.Queue.SetPaused(ctx, id, e.Paused); err != nil {
+			s.Logger.Warn("admission: tell the waiting room", "event", id, "err", err)
+		}
+	}
 	if wantsJSON(c) {
 		return c.JSON(http.StatusOK, map[string]any{"paused": e.Paused, "rate": e.AdmissionRate})
 	}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,32 @@ func TestAdminLive_GradeOrderAndDigits(t *testing.T) {
 	grades, _ := m["grades"].([]any)
 	if len(grades) != 2 || grades[0].(map[string]any)["code"] != "VIP" || grades[1].(map[string]any)["free"] != 1100.0 {
 		t.Errorf("live JSON grades = %v, want VIP then A with 1100 free", m["grades"])
+	}
+}
+
+// A join right after the admin pauses admission already says paused, and
+// one right after the admin resumes it no longer does: the pause reaches
+// the waiting room at once, not at the next admission tick (none runs here).
+func TestAdminAdmission_PauseReachesJoinsAtOnce(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	admin := app.newAdmin(t)
+	admission, join := fmt.Sprintf("/admin/events/%d/admission", ev.ID), fmt.Sprintf("/events/%d/queue", ev.ID)
+	first, _ := app.newAccount(t, "first@example.com", boxoffice.RoleFan)
+	wantStatus(t, first.do("POST", join, url.Values{}, "Accept: application/json"), http.StatusOK) // the instance keeps the figures
+	for i, paused := range []bool{true, false, true} {
+		wantStatus(t, admin.do("POST", admission, url.Values{"paused": {strconv.FormatBool(paused)}}), http.StatusSeeOther)
+		fan, _ := app.newAccount(t, fmt.Sprintf("fan%d@example.com", i), boxoffice.RoleFan)
+		resp := fan.do("POST", join, url.Values{}, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		if m := decode(t, resp); m["paused"] != paused {
+			t.Errorf("join after setting paused=%v answers %v", paused, m)
+		}
+		resp = first.do("GET", join+"/status", nil, "Accept: application/json")
+		wantStatus(t, resp, http.StatusOK)
+		if m := decode(t, resp); m["paused"] != paused {
+			t.Errorf("a waiting fan's status after setting paused=%v answers %v", paused, m)
+		}
 	}
 }

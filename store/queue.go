@@ -274,7 +274,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		keptEpoch = kept.st.epoch
 	}
 	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
-		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boolArg(kept.st.soldOut)).Slice()
+		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boolArg(kept.st.soldOut), boolArg(kept.st.pace.Paused)).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -575,6 +575,19 @@ func pttl(n int64) time.Duration {
 		return time.Duration(n)
 	}
 	return time.Duration(n) * time.Millisecond
+}
+
+// SetPaused writes the paused mark of the event's shared figures
+// (queue:stats:{e}), which the admitter writes again from PostgreSQL each
+// tick, and drops this instance's figures, so that the next join (its
+// script reads the mark) and the polls here say so at once; other
+// instances' polls follow within a tick. One round trip.
+func (q *Queue) SetPaused(ctx context.Context, eventID int64, paused bool) error {
+	if err := q.Redis.Client.HSet(ctx, q.statsKey(eventID), "paused", boolArg(paused)).Err(); err != nil {
+		return fmt.Errorf("set paused of event %d: %w", eventID, err)
+	}
+	q.forgetFigures(eventID)
+	return nil
 }
 
 // QueueStats returns the event's waiting-room figures in one round trip.

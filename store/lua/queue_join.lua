@@ -24,8 +24,8 @@
 -- draw ticket, ARGV[8] its rank (draw, queue_draw.lua), ARGV[9] until when
 -- (Unix ms) the proof of work is remembered as used, ARGV[10] the epoch of
 -- the figures the instance read in the current tick window ("" for none:
--- the script then reads the whole stats hash at once) and ARGV[11] whether
--- they say sold out ("1" or "0")
+-- the script then reads the whole stats hash at once), ARGV[11] whether
+-- they say sold out and ARGV[12] whether they say paused ("1" or "0")
 --
 -- A join with a proof of work (KEYS[9]) takes it once: a proof used before
 -- is refused ("proof_used") and nothing changes.
@@ -38,8 +38,9 @@
 -- state one of "limit_reached", "proof_used", "admitted", "rejoined", "joined",
 -- "sold_out"; or {"prequeue", 0, now, figures, ticket, entrants}. figures
 -- is the queue's whole stats hash (as HGETALL) for "joined" and "rejoined"
--- unless the instance's figures (ARGV[10], ARGV[11]) have its epoch and
--- sold-out mark, and otherwise the queue's epoch alone, a string ("" for
+-- unless the instance's figures (ARGV[10] to ARGV[12]) have its epoch,
+-- sold-out mark and paused mark (which an admin's pause writes at once),
+-- and otherwise the queue's epoch alone, a string ("" for
 -- none): a fan in line is placed with figures of the current tick window,
 -- as a poll is (store.Queue.Position), and the reply stays small.
 local t = redis.call('TIME')
@@ -54,10 +55,10 @@ if KEYS[9] and not redis.call('SET', KEYS[9], '1', 'NX', 'PXAT', ARGV[9]) then
   return {'proof_used', 0, now, ''}
 end
 
--- The queue's epoch, sold-out mark and draw mark, read once: with the
+-- The queue's epoch, sold-out, paused and draw marks, read once: with the
 -- whole stats hash (stats, kept for the reply until a write changes the
 -- hash) when the instance has no figures of the window, else alone.
-local stats, epoch, sold_out, drawn
+local stats, epoch, sold_out, paused, drawn
 if ARGV[10] == '' then
   stats = redis.call('HGETALL', KEYS[4])
   for i = 1, #stats, 2 do
@@ -66,15 +67,18 @@ if ARGV[10] == '' then
       epoch = v
     elseif k == 'sold_out' then
       sold_out = v
+    elseif k == 'paused' then
+      paused = v
     elseif k == 'drawn' then
       drawn = v
     end
   end
 else
-  local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'drawn')
-  epoch, sold_out, drawn = f[1], f[2], f[3]
+  local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'paused', 'drawn')
+  epoch, sold_out, paused, drawn = f[1], f[2], f[3], f[4]
 end
 sold_out = sold_out == '1'
+paused = paused == '1'
 
 -- keep_epoch gives the queue an epoch if it has none.
 local function keep_epoch()
@@ -86,9 +90,9 @@ local function keep_epoch()
 end
 
 -- figures is the epoch alone when the instance's figures have the queue's
--- epoch and sold-out mark, else the stats hash.
+-- epoch, sold-out mark and paused mark, else the stats hash.
 local function figures()
-  if epoch == ARGV[10] and sold_out == (ARGV[11] == '1') then
+  if epoch == ARGV[10] and sold_out == (ARGV[11] == '1') and paused == (ARGV[12] == '1') then
     return epoch
   end
   return stats or redis.call('HGETALL', KEYS[4])
