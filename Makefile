@@ -46,9 +46,7 @@ lint: generate ## go vet and gofmt
 # a change to the binary.
 .PHONY: test
 test: lint ## vet, every Go test with -race, the browser tests, and the cluster's tests again on a Redis Cluster
-	@$(CLUSTER) && $(E2E_DEPS) && $(NGINX_DEPS) && $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./... && \
-		echo "on the Redis Cluster at $$REDIS_CLUSTER_URL:" && \
-		REDIS_URL="$$REDIS_CLUSTER_URL" $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) -run '$(CLUSTER_TESTS)' $(CLUSTER_PKGS)
+	@GO='$(GO)' TEST_TIMEOUT='$(TEST_TIMEOUT)' CLUSTER_TESTS='$(CLUSTER_TESTS)' CLUSTER_PKGS='$(CLUSTER_PKGS)' scripts/test.sh
 
 .PHONY: e2e
 e2e: generate ## the browser tests alone

@@ -3,7 +3,9 @@
 # REDIS_URL to use as shell assignments (the Makefile evals them). With the
 # argument "cluster" it also makes sure a local 3-master Redis Cluster answers
 # and prints its URL as REDIS_CLUSTER_URL (the tests that run on a cluster
-# read it).
+# read it), and REDIS_CLUSTER_STARTED=1 when this call started it (0 when it
+# reused one), so that the caller can stop what it started
+# (scripts/services.sh stop-cluster; scripts/test.sh does on every exit).
 #
 # For each service: if something answers at the configured address (the
 # defaults are 127.0.0.1:5432 and 127.0.0.1:6379), it is used. Otherwise, if
@@ -116,7 +118,7 @@ ensure_cluster() {
     read -r -a ports <"$dir/ports"
     local ok=1
     for p in "${ports[@]}"; do cluster_ok "$p" || ok=0; done
-    if [ "$ok" = 1 ] && [ "${#ports[@]}" = 3 ]; then cluster_url "${ports[@]}"; return; fi
+    if [ "$ok" = 1 ] && [ "${#ports[@]}" = 3 ]; then cluster_url "${ports[@]}"; CLUSTER_STARTED=0; return; fi
     stop_cluster
   fi
   command -v redis-server >/dev/null || { can_apt || { say "redis-server is not installed: install Redis 7 (the redis-server package)"; exit 1; }; apt_install redis-server; }
@@ -147,6 +149,7 @@ ensure_cluster() {
   done
   echo "${ports[*]}" >"$dir/ports"
   cluster_url "${ports[@]}"
+  CLUSTER_STARTED=1
 }
 
 # stop_cluster: stops the private cluster's nodes and forgets them.
@@ -167,7 +170,7 @@ ensure_postgres
 ensure_redis
 if [ "${1:-}" = cluster ]; then
   ensure_cluster
-  echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL' REDIS_CLUSTER_URL='$REDIS_CLUSTER_URL'"
+  echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL' REDIS_CLUSTER_URL='$REDIS_CLUSTER_URL' REDIS_CLUSTER_STARTED=$CLUSTER_STARTED"
 else
   echo "export DATABASE_URL='$DATABASE_URL' REDIS_URL='$REDIS_URL'"
 fi
