@@ -98,10 +98,14 @@ func LoadConfig(getenv func(string) string) (Config, error) {
 	}
 	if u, err := url.Parse(c.DatabaseURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 		bad("DATABASE_URL", "want postgres://user@host:port/database, got %q", redact(c.DatabaseURL))
+	} else {
+		c.DatabaseURL = localSSLMode(u, c.DatabaseURL)
 	}
 	if c.DatabaseReadURL = get("DATABASE_READ_URL", ""); c.DatabaseReadURL != "" {
 		if u, err := url.Parse(c.DatabaseReadURL); err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || strings.Trim(u.Path, "/") == "" {
 			bad("DATABASE_READ_URL", "want postgres://user@replica-host:port/database (a streaming replica of DATABASE_URL), got %q", redact(c.DatabaseReadURL))
+		} else {
+			c.DatabaseReadURL = localSSLMode(u, c.DatabaseReadURL)
 		}
 	}
 	if _, _, err := store.ParseRedisURL(c.RedisURL); err != nil {
@@ -242,4 +246,24 @@ func joinLines(errs []error) error {
 		msgs[i] = e.Error()
 	}
 	return errors.New(strings.Join(msgs, "\n  "))
+}
+
+// localSSLMode returns raw (parsed as u) with sslmode=disable added when it
+// names no sslmode and its host is this machine (localhost or a loopback
+// address): pgx's default, prefer, would try TLS first on every new
+// connection, which buys nothing there. A URL with sslmode, or a server
+// on another machine, is returned as given (such a server wants
+// sslmode=verify-full; TLS is never turned off for it here).
+func localSSLMode(u *url.URL, raw string) string {
+	if u.Query().Has("sslmode") {
+		return raw
+	}
+	host := u.Hostname()
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return raw
+	}
+	if u.RawQuery == "" {
+		return raw + "?sslmode=disable"
+	}
+	return raw + "&sslmode=disable"
 }

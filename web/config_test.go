@@ -237,3 +237,32 @@ func TestLoadConfig_RedisProtocol(t *testing.T) {
 		}
 	}
 }
+
+// A database on this machine named without sslmode is reached without TLS
+// (pgx's own default, prefer, tries TLS first on every new connection); a
+// URL that names sslmode, or a server on another machine, is left as given.
+func TestLoadConfig_LocalSSLMode(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"", "postgres://postgres@127.0.0.1:5432/boxoffice?sslmode=disable"},
+		{"postgres://u@localhost/db?pool_max_conns=4", "postgres://u@localhost/db?pool_max_conns=4&sslmode=disable"},
+		{"postgres://u@[::1]:5433/db", "postgres://u@[::1]:5433/db?sslmode=disable"},
+		{"postgres://u@127.0.0.1/db?sslmode=require", "postgres://u@127.0.0.1/db?sslmode=require"},
+		{"postgres://u@db.example.com/db", "postgres://u@db.example.com/db"},
+		{"postgres://u@10.0.0.5:5432/db", "postgres://u@10.0.0.5:5432/db"},
+	} {
+		vars := map[string]string{}
+		if tt.in != "" {
+			vars["DATABASE_URL"], vars["DATABASE_READ_URL"] = tt.in, tt.in
+		}
+		c, err := LoadConfig(env(vars))
+		if err != nil {
+			t.Fatalf("LoadConfig(%v): %v", vars, err)
+		}
+		if c.DatabaseURL != tt.want {
+			t.Errorf("DATABASE_URL %q: got %q, want %q", tt.in, c.DatabaseURL, tt.want)
+		}
+		if tt.in != "" && c.DatabaseReadURL != tt.want {
+			t.Errorf("DATABASE_READ_URL %q: got %q, want %q", tt.in, c.DatabaseReadURL, tt.want)
+		}
+	}
+}
