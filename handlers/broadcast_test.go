@@ -74,7 +74,14 @@ func TestAdminBroadcast(t *testing.T) {
 	if m := decode(t, resp); m["broadcast"] != message {
 		t.Errorf("seat-map refresh broadcast = %v, want %q", m["broadcast"], message)
 	}
-	// The list of a section's seats, the way without JavaScript, shows it too.
+	// The seat map page with its list of sections, the way in without
+	// JavaScript, shows it (not hidden), and so does a section's list.
+	resp = shopper.do("GET", fmt.Sprintf("/events/%d/seats", ev.ID), nil)
+	wantStatus(t, resp, http.StatusOK)
+	if d := doc(t, resp); testid(d, "broadcast-message") != message || d.Find(`[data-testid="broadcast"][hidden]`).Length() != 0 || d.Find(`[data-testid="sections"]`).Length() != 1 {
+		t.Errorf("the seat map page shows the broadcast %q (hidden: %v), want %q shown beside the list of sections",
+			testid(d, "broadcast-message"), d.Find(`[data-testid="broadcast"][hidden]`).Length() != 0, message)
+	}
 	resp = shopper.do("GET", fmt.Sprintf("/events/%d/seats?section=A", ev.ID), nil)
 	wantStatus(t, resp, http.StatusOK)
 	if got := testid(doc(t, resp), "broadcast-message"); got != message {

@@ -39,9 +39,10 @@ type seatMapPages struct {
 
 // seatMapPageKey is everything a seat map page depends on.
 type seatMapPageKey struct {
-	event   int64
-	version int64 // the event's UpdatedAt, Unix ns
-	lang    string
+	event     int64
+	version   int64 // the event's UpdatedAt, Unix ns
+	lang      string
+	broadcast string // the admin's message to the event's fans, shown without JavaScript too
 }
 
 // seatMapPage is one rendered seat map page: its weak ETag (a hash of the
@@ -51,17 +52,19 @@ type seatMapPage struct {
 	plain, gzip, brz []byte
 }
 
-// page returns the seat map page of e in lang, rendering and compressing it
-// on first use (callers for one key share one rendering).
-func (p *seatMapPages) page(e *boxoffice.Event, es *eventSeats, lang string) (*seatMapPage, error) {
+// page returns the seat map page of e in lang with the broadcast (the
+// admin's current message, "" for none), rendering and compressing it on
+// first use (callers for one key share one rendering): a new broadcast is
+// a new page, rendered once per instance and language.
+func (p *seatMapPages) page(e *boxoffice.Event, es *eventSeats, lang, broadcast string) (*seatMapPage, error) {
 	p.once.Do(func() { p.pages, _ = lru.New[seatMapPageKey, *seatMapPage](seatMapPagesMax) })
-	key := seatMapPageKey{event: e.ID, version: e.UpdatedAt.UnixNano(), lang: lang}
+	key := seatMapPageKey{event: e.ID, version: e.UpdatedAt.UnixNano(), lang: lang, broadcast: broadcast}
 	if pg, ok := p.pages.Get(key); ok {
 		return pg, nil
 	}
 	v, err, _ := p.loads.Do(fmt.Sprint(key), func() (any, error) {
 		var buf bytes.Buffer
-		page := views.SeatMapPage(views.SeatMapPageData{Event: e, Map: es.view(e)})
+		page := views.SeatMapPage(views.SeatMapPageData{Event: e, Map: es.view(e), Broadcast: broadcast})
 		if err := page.Render(views.WithShared(lang), &buf); err != nil {
 			return nil, fmt.Errorf("seat map page of event %d: %w", e.ID, err)
 		}

@@ -227,7 +227,7 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 		if err := s.entryFirst(c, sh, nil); err != nil {
 			return err
 		}
-		page, err := s.seatMapPages.page(e, es, views.Lang(ctx))
+		page, err := s.seatMapPages.page(e, es, views.Lang(ctx), s.latestBroadcast(ctx, e.ID))
 		if err != nil {
 			return err
 		}

@@ -72,7 +72,7 @@ func BenchmarkSeatMap_Page(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	pg, err := (&seatMapPages{}).page(e, es, views.Korean)
+	pg, err := (&seatMapPages{}).page(e, es, views.Korean, "")
 	if err != nil {
 		b.Fatal(err)
 	}
