@@ -277,3 +277,46 @@ func fitsPhone(t *testing.T, page playwright.Page, what string) {
 	must(t, "find what sticks out of "+what, err)
 	t.Errorf("%s scrolls %v px wide at 390 px, want at most 390: %v", what, width, wide)
 }
+
+// On a phone, in each language: a fan whose payment the PG refused for a
+// tampered amount is told on the order page that nothing was charged, and
+// a fan who left the sale is told so by the waiting room, with a button to
+// join again; both pages fit the phone's width.
+func TestPhone_AmountRefusedAndLeft(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[concertHall]
+	for i, lang := range []string{views.English, views.Korean} {
+		t.Run(lang, func(t *testing.T) {
+			bctx, page := newPageIn(t, "en-US")
+			must(t, "resize", page.SetViewportSize(390, 844))
+			_, err := page.Goto(a.URL + "/login")
+			must(t, "open log-in", err)
+			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
+			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			enter(t, a, page, hall)
+			holdAndCheckOut(t, a, page, "1층 C-5-"+strconv.Itoa(10+i))
+			_, err = page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
+			must(t, "choose the tampered amount", err)
+			must(t, "pay", page.GetByTestId("pg-pay").Click())
+			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			if got, want := text(t, page, "order-failure"), views.In(lang, boxoffice.M("order_fail_amount_uncharged")); got != want {
+				t.Errorf("order-failure %q, want %q", got, want)
+			}
+			fitsPhone(t, page, "the order page")
+			screenshot(t, page, lang+"-phone-order-amount-refused")
+
+			enter(t, a, page, hall)
+			must(t, "leave the sale", page.GetByTestId("leave").Click())
+			must(t, "wait for the event page", page.WaitForURL(a.URL+"/events/"+strconv.FormatInt(hall, 10)))
+			_, err = page.Goto(a.URL + "/events/" + strconv.FormatInt(hall, 10) + "/queue")
+			must(t, "open the waiting room", err)
+			if got, want := text(t, page, "queue-left"), views.In(lang, boxoffice.M("entry_left")); got != want {
+				t.Errorf("queue-left %q, want %q", got, want)
+			}
+			must(t, "wait for the join button", page.GetByTestId("rejoin").WaitFor())
+			fitsPhone(t, page, "the waiting room")
+			screenshot(t, page, lang+"-phone-queue-left")
+		})
+	}
+}
