@@ -272,6 +272,18 @@ func BenchmarkHot(b *testing.B) {
 			return s.request(f, "GET", path, "", "Accept: application/json")
 		})
 	})
+	// GET /events/{id}/seats of admitted fans whose browser has the page
+	// (If-None-Match, Chromium's Accept-Encoding): the entry read, then 304
+	// from the instance's cache, as the load test's warm seat map step.
+	b.Run("SeatMap/Warm", func(b *testing.B) {
+		s.admit(b)
+		path := fmt.Sprintf("/events/%d/seats", s.event.ID)
+		w := s.serve(b, s.request(&s.fans[0], "GET", path, "", "Accept: text/html,application/xhtml+xml", "Accept-Encoding: gzip, deflate, br, zstd"), http.StatusOK)
+		etag := "If-None-Match: " + w.Header().Get("ETag")
+		s.run(b, http.StatusNotModified, func(f *hotFan) *http.Request {
+			return s.request(f, "GET", path, "", "Accept: text/html,application/xhtml+xml", "Accept-Encoding: gzip, deflate, br, zstd", etag)
+		})
+	})
 	// POST /events/{id}/holds (JSON) of admitted fans, each holding its own
 	// seat again: the hold script.
 	b.Run("Hold/JSON", func(b *testing.B) {

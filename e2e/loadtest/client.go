@@ -8,9 +8,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,7 +28,46 @@ type Fan struct {
 	ID     int64
 	Email  string
 	Cookie string // "boxoffice_session=<token>"
+	// jar keeps the other cookies the server sets for the fan (the queue's
+	// place cookie from a join), sent back where their Path says, as a
+	// browser does: a waiting fan's poll with its place cookie is answered
+	// from the instance's figures, without it from Redis.
+	jar     *cookiejar.Jar
+	jarOnce sync.Once
 }
+
+// cookies returns the Cookie header of the fan's request to u: the session
+// cookie and the kept cookies that go to u.
+func (f *Fan) cookies(u *url.URL) string {
+	f.jarOnce.Do(f.newJar)
+	kept := f.jar.Cookies(u)
+	if len(kept) == 0 {
+		return f.Cookie
+	}
+	var b strings.Builder
+	b.WriteString(f.Cookie)
+	for _, c := range kept {
+		b.WriteString("; ")
+		b.WriteString(c.Name)
+		b.WriteByte('=')
+		b.WriteString(c.Value)
+	}
+	return b.String()
+}
+
+// keep keeps the cookies of the answer to a request to u, except the session
+// cookie, which the fan holds from set-up.
+func (f *Fan) keep(u *url.URL, h http.Header) {
+	if len(h["Set-Cookie"]) == 0 {
+		return
+	}
+	f.jarOnce.Do(f.newJar)
+	set := (&http.Response{Header: h}).Cookies()
+	set = slices.DeleteFunc(set, func(c *http.Cookie) bool { return c.Name == sessionCookie })
+	f.jar.SetCookies(u, set)
+}
+
+func (f *Fan) newJar() { f.jar, _ = cookiejar.New(nil) }
 
 // newClient returns an HTTP/1.1 client with at most conns connections to
 // each host, that does not follow redirects (the bench follows the ones it
@@ -93,13 +135,16 @@ func send(ctx context.Context, c *http.Client, method, rawURL string, f *Fan, fo
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	if f != nil {
-		req.Header.Set("Cookie", f.Cookie)
+		req.Header.Set("Cookie", f.cookies(req.URL))
 	}
 	resp, err := c.Do(req)
 	if err != nil {
 		return answer{}, err
 	}
 	defer resp.Body.Close()
+	if f != nil {
+		f.keep(req.URL, resp.Header)
+	}
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return answer{}, err

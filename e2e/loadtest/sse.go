@@ -58,7 +58,7 @@ func follow(ctx context.Context, c *http.Client, url string, f *Fan, s *Stream, 
 		return
 	}
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Cookie", f.Cookie)
+	req.Header.Set("Cookie", f.cookies(req.URL))
 	resp, err := c.Do(req)
 	if err != nil {
 		s.Err = errKind(err)
