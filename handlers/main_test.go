@@ -55,6 +55,13 @@ func newTestApp(t testing.TB, options ...func(*handlers.Server)) *testApp {
 	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t), options...)
 }
 
+// plainScripts sends the queue's hot scripts on the Redis client itself, not
+// its autopipeliner (store.Queue.Pipe), whose hooks see no request's
+// context: for the tests that count a request's commands with a hook.
+func plainScripts(s *handlers.Server) {
+	s.Queue.(*store.Queue).Pipe = nil
+}
+
 // withRateLimits turns the rate limits on.
 func withRateLimits(s *handlers.Server) {
 	s.Limiter = store.NewRateLimiter(s.Queue.(*store.Queue).Redis)
@@ -86,6 +93,10 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		t.Fatal(err)
 	}
 	events := &store.Events{DB: db}
+	pipe, err := rdb.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
 	trips, tickTrips := &redisTrips{}, &redisTrips{}
 	stopping, stop := context.WithCancel(withTrips(context.Background(), tickTrips))
 	srv := &handlers.Server{
@@ -95,7 +106,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 		Events:        events,
 		LiveEvents:    &store.EventCache{Events: events, TTL: time.Millisecond},
 		EventPages:    &store.EventCache{Events: events, Holds: holds}, // a second, as served: tests Forget to see a change at once
-		Queue:         &store.Queue{Redis: rdb, Metrics: queueMetrics},
+		Queue:         &store.Queue{Redis: rdb, Metrics: queueMetrics, Pipe: pipe},
 		Draws:         &store.Draws{DB: db},
 		Holds:         holds,
 		Ready:         map[string]handlers.Pinger{"postgres": db, "redis": rdb},

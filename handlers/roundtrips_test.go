@@ -177,7 +177,7 @@ func frozenClock(s *handlers.Server) {
 // adds a round trip or a command to a hot request fails here.
 func TestRoundTrips_HotRequests(t *testing.T) {
 	t.Parallel()
-	app := newTestApp(t, frozenClock)
+	app := newTestApp(t, frozenClock, plainScripts)
 	app.Redis.Client.AddHook(tripHook{})
 	e := app.newSeatEvent(t)
 	id := e.ID
@@ -297,7 +297,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 // tick, and opening a stream costs no round trip in the steady state.
 func TestRoundTrips_StreamTick(t *testing.T) {
 	t.Parallel()
-	app := newTestApp(t)
+	app := newTestApp(t, plainScripts)
 	app.Redis.Client.AddHook(tripHook{})
 	ev := app.openEvent(t)
 	// A first read loads the positions script into Redis, so that each

@@ -71,6 +71,18 @@ var (
 // and Join places a fan with them instead of reading them again.
 type Queue struct {
 	Redis *Redis
+	// Pipe, if not nil, sends the scripts of the sale's hot requests (a
+	// join, a position read, an entry read) in place of Redis.Client: the
+	// binary sets go-redis's automatic pipelining of that client
+	// (Redis.AutoPipeline), which writes the scripts of the requests in
+	// flight at once in one batch and reads their replies together, so that
+	// each costs a share of a write and a read instead of its own (with the
+	// pool's check of the connection). Each request still waits for its own
+	// reply; the scripts, their keys and their checks are the same. Its
+	// hooks see no request's context, so tests that count a request's
+	// commands through a hook leave it nil. Admissions, draws and the
+	// figures' own reads stay on Redis.Client.
+	Pipe redis.Scripter
 	// Metrics, if not nil, counts joins and admissions.
 	Metrics *QueueMetrics
 
@@ -78,6 +90,14 @@ type Queue struct {
 	figures map[int64]queueFigures   // event id -> the latest figures read
 	flights map[int64]*figuresFlight // event id -> the refresh under way
 	gens    map[int64]uint64         // event id -> times this instance admitted
+}
+
+// hot returns where the hot requests' scripts go: Pipe, or Redis.Client.
+func (q *Queue) hot() redis.Scripter {
+	if q.Pipe != nil {
+		return q.Pipe
+	}
+	return q.Redis.Client
 }
 
 // figuresFlight is one refresh of an event's figures under way: the polls
@@ -273,7 +293,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	if fresh {
 		keptEpoch = kept.st.epoch
 	}
-	res, err := queueJoinScript.Run(ctx, q.Redis.Client, keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
+	res, err := queueJoinScript.Run(ctx, q.hot(), keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
 		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boolArg(kept.st.soldOut), boolArg(kept.st.pace.Paused)).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
@@ -421,7 +441,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	if sessionKey != "" {
 		keys, replies = append(keys, q.Redis.entryKey(eventID, ids[0])), replies+1
 	}
-	res, err := queuePositionsScript.RunRO(ctx, q.Redis.Client, keys, args...).Slice()
+	res, err := queuePositionsScript.RunRO(ctx, q.hot(), keys, args...).Slice()
 	var packed, bound string
 	if err == nil {
 		if len(res) == replies {
@@ -550,7 +570,7 @@ func noEntryYet() error {
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
 	acct := strconv.FormatInt(accountID, 10)
 	keys := []string{q.Redis.entryPrefix(eventID) + acct, q.liveKey(eventID)}
-	res, err := queueEntryScript.RunRO(ctx, q.Redis.Client, keys, acct).Slice()
+	res, err := queueEntryScript.RunRO(ctx, q.hot(), keys, acct).Slice()
 	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
 	}

@@ -1481,3 +1481,101 @@ func TestQueue_Admit_HeadMoved(t *testing.T) {
 		t.Fatalf("QueueStats = %+v, %v; want 14 waiting, 16 admitted", st, err)
 	}
 }
+
+// The hot scripts sent through the client's autopipeliner (Queue.Pipe, as
+// the binary sends them), hundreds at once from two instances: every
+// account joins, rejoins and reads its place and its entry in the same
+// batches as the others, and each gets its own answer. 300 goroutines, 100
+// accounts, 3 rounds: each account has one place, its position agrees with
+// a read on the plain client, and after the admission exactly the admitted
+// accounts hold an entry bound to their session.
+func TestQueue_Pipe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q1 := newQueue(t)
+	q2 := sameQueue(t, q1)
+	for _, q := range []*store.Queue{q1, q2} {
+		pipe, err := q.Redis.AutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.Pipe = pipe
+	}
+	plain := &store.Queue{Redis: q1.Redis}
+	const accounts = 100
+	seqs := make([]atomic.Int64, accounts+1)
+	for round := range 3 {
+		errs := make([]error, 300)
+		storetest.AtOnce(300, func(i int) {
+			a := int64(i%accounts + 1)
+			q := []*store.Queue{q1, q2}[i%2]
+			p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: sess(a)})
+			if err == nil && p.Status != boxoffice.QueueWaiting {
+				err = fmt.Errorf("join answered %+v, want waiting", p)
+			}
+			if err == nil && !seqs[a].CompareAndSwap(0, p.Sequence) && seqs[a].Load() != p.Sequence {
+				err = fmt.Errorf("join answered sequence %d, another join of the account %d", p.Sequence, seqs[a].Load())
+			}
+			if err == nil {
+				var got boxoffice.QueuePosition
+				got, err = q.Position(ctx, queueEvent, a, boxoffice.QueuePlace{Epoch: p.Epoch})
+				if err == nil && (got.Sequence != p.Sequence || got.Status != boxoffice.QueueWaiting) {
+					err = fmt.Errorf("position %+v after the join %+v", got, p)
+				}
+			}
+			if err == nil {
+				_, _, err = q.EntryToken(ctx, queueEvent, a, sess(a))
+				if boxoffice.NoEntryReason(err) == boxoffice.ReasonNone {
+					err = nil
+				} else {
+					err = fmt.Errorf("entry of a fan in line: %v, want reason %s", err, boxoffice.ReasonNone)
+				}
+			}
+			errs[i] = err
+		})
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, goroutine %d (account %d): %v", round, i, i%accounts+1, err)
+			}
+		}
+		st, err := q1.QueueStats(ctx, queueEvent)
+		if err != nil || st.Waiting != accounts {
+			t.Fatalf("round %d: %d waiting (%v), want %d", round, st.Waiting, err, accounts)
+		}
+	}
+	for a := int64(1); a <= accounts; a++ {
+		p, err := plain.Position(ctx, queueEvent, a, boxoffice.QueuePlace{})
+		if err != nil || p.Sequence != seqs[a].Load() {
+			t.Fatalf("account %d: plain Position = %+v, %v; want sequence %d", a, p, err, seqs[a].Load())
+		}
+	}
+	admitted := mustAdmit(t, q1, admission(accounts/2), 1)
+	in := map[int64]bool{}
+	for _, a := range admitted.Admitted {
+		in[a] = true
+	}
+	errs := make([]error, 300)
+	storetest.AtOnce(300, func(i int) {
+		a := int64(i%accounts + 1)
+		err := []*store.Queue{q1, q2}[i%2].CheckEntry(ctx, queueEvent, a, sess(a))
+		switch {
+		case in[a] && err != nil:
+			errs[i] = fmt.Errorf("admitted account %d: CheckEntry = %v, want nil", a, err)
+		case !in[a] && boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN:
+			errs[i] = fmt.Errorf("account %d in line: CheckEntry = %v, want %s", a, err, boxoffice.ENOENTRYTOKEN)
+		case in[a]:
+			errs[i] = []*store.Queue{q1, q2}[i%2].CheckEntry(ctx, queueEvent, a, "another-session")
+			if boxoffice.NoEntryReason(errs[i]) == boxoffice.ReasonOtherSession {
+				errs[i] = nil
+			}
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(admitted.Admitted) != accounts/2 {
+		t.Fatalf("admitted %d, want %d", len(admitted.Admitted), accounts/2)
+	}
+}

@@ -137,6 +137,21 @@ func CheckSeeds(ctx context.Context, rawURL string) error {
 // Close closes the client.
 func (r *Redis) Close() error { return r.Client.Close() }
 
+// AutoPipeline returns go-redis's automatic pipelining of r's client (one
+// server or a Redis Cluster) with its defaults for blocking calls: one
+// ordered stream of batches, each written once the previous one was
+// answered. Every command called on it waits for its own reply, as on the
+// client; commands called at once share a write and a read. It is the
+// client's one autopipeliner, stopped by Close. go-redis marks the API
+// experimental (v9.23): the queue's hot scripts use it (Queue.Pipe).
+func (r *Redis) AutoPipeline() (*redis.AutoPipeliner, error) {
+	p, err := r.Client.AutoPipeline()
+	if err != nil {
+		return nil, fmt.Errorf("redis autopipelining: %w", err)
+	}
+	return p, nil
+}
+
 // Key returns the prefixed key for the formatted name, as Prefix +
 // fmt.Sprintf(format, args...). The verbs of keys, %d of an int64 or an int
 // and %s of a string, are written without fmt, in one allocation: every

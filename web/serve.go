@@ -126,7 +126,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 	events := &store.Events{DB: db}
-	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics}
+	pipe, err := rdb.AutoPipeline()
+	if err != nil {
+		return err
+	}
+	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics, Pipe: pipe}
 	checkout, err := newPayments(ctx, cfg, db, rdb, holds, logger)
 	if err != nil {
 		return err
