@@ -49,6 +49,7 @@ type seatMapPageKey struct {
 // page) and its bytes as they are, gzipped and in brotli.
 type seatMapPage struct {
 	etag             string
+	etagHeader       []string // []string{etag}, shared by every answer as securityHeaders' values are
 	plain, gzip, brz []byte
 }
 
@@ -85,7 +86,8 @@ func (p *seatMapPages) page(e *boxoffice.Event, es *eventSeats, lang, broadcast 
 // levels (once per page, so the bytes count, not the time) at the same time.
 func newSeatMapPage(plain []byte) (*seatMapPage, error) {
 	sum := sha256.Sum256(plain)
-	pg := &seatMapPage{etag: `W/"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`, plain: plain}
+	etag := `W/"` + base64.RawURLEncoding.EncodeToString(sum[:18]) + `"`
+	pg := &seatMapPage{etag: etag, etagHeader: []string{etag}, plain: plain}
 	var gzErr error
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -120,8 +122,8 @@ const brotliLevel = 9
 // entry, which the caller checked first, is checked on every load.
 func (pg *seatMapPage) serve(c echo.Context) error {
 	h := c.Response().Header()
-	h.Set(echo.HeaderCacheControl, "private, no-cache")
-	h.Set("ETag", pg.etag)
+	h[echo.HeaderCacheControl] = privateNoCache
+	h["Etag"] = pg.etagHeader // the canonical form of ETag, which Set would allocate each time
 	addVary(h, "Accept, Accept-Encoding, HX-Request")
 	req := c.Request()
 	if etagMatches(req.Header.Get("If-None-Match"), pg.etag) {
@@ -139,6 +141,9 @@ func (pg *seatMapPage) serve(c echo.Context) error {
 	h.Set(echo.HeaderContentLength, strconv.Itoa(len(body)))
 	return c.Blob(http.StatusOK, echo.MIMETextHTMLCharsetUTF8, body)
 }
+
+// privateNoCache is the seat map page's Cache-Control, shared by every answer.
+var privateNoCache = []string{"private, no-cache"}
 
 // etagMatches reports whether an If-None-Match header names etag, or is
 // "*", comparing weakly (RFC 9110, 13.1.2).
@@ -188,5 +193,15 @@ func contentCoding(header string) string {
 // panel, not a section's list. That page comes compressed as it is kept, so
 // the route's gzip middleware skips it.
 func sharesSeatMapPage(c echo.Context) bool {
-	return !wantsJSON(c) && !isHTMX(c) && c.QueryParam("section") == ""
+	return !wantsJSON(c) && !isHTMX(c) && queryParam(c, "section") == ""
+}
+
+// queryParam is c.QueryParam(name), without parsing the query into a map
+// when the address has none (echo parses it on first use), as the seat map
+// page's address has none.
+func queryParam(c echo.Context, name string) string {
+	if c.Request().URL.RawQuery == "" {
+		return ""
+	}
+	return c.QueryParam(name)
 }

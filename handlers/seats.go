@@ -218,7 +218,7 @@ func (s *Server) handleSeatMap(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	section := c.QueryParam("section")
+	section := queryParam(c, "section")
 	if err := es.checkSection(e, section); err != nil {
 		return s.entryFirst(c, sh, err)
 	}
