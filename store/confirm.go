@@ -557,13 +557,15 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 
 // soldResult returns the result of the payment that sold o, as Result
 // would read it right after sell's commit, made from what the commit wrote
-// under the order's lock: o CONFIRMED at now with no failure, its items as
-// read, a ticket ids[i] for each seat labels[i] (as sell issued them) in
-// its item's order, and the payment confirmed with no reason.
+// under the order's lock: o CONFIRMED at now with no failure and charged,
+// its items as read, a ticket ids[i] for each seat labels[i] (as sell
+// issued them) in its item's order, and the payment confirmed with no
+// reason.
 func (s *Orders) soldResult(o *boxoffice.Order, paymentKey string, labels []string, ids []pgtype.UUID, now time.Time) *boxoffice.Confirmation {
 	sold := *o
 	at := now.Truncate(time.Microsecond).UTC() // as PostgreSQL stores it
 	sold.Status, sold.FailureCode, sold.FailureMessage = boxoffice.OrderConfirmed, "", ""
+	sold.Charged = true // the payment that sold it is confirmed
 	sold.UpdatedAt, sold.ConfirmedAt = at, &at
 	sold.Tickets = make([]boxoffice.Ticket, len(labels))
 	for i, l := range labels {
