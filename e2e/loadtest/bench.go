@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -244,11 +245,14 @@ func (b *Bench) addStep(p *Phase, rec *Recorder) Stats {
 }
 
 // startProfile takes a CPU profile of the server named name for d in the
-// background; the returned function waits for it and returns its file
-// ("" when profiling is off or failed).
+// background, and with -generator-profile one of the load test itself
+// until the returned function is called; that function waits for the
+// server's profile and returns its file ("" when profiling is off or
+// failed).
 func (b *Bench) startProfile(ctx context.Context, name string, d time.Duration) func() string {
+	stopGen := b.startGeneratorProfile(name)
 	if !b.cfg.Profile || b.srv.PprofURL == "" {
-		return func() string { return "" }
+		return func() string { stopGen(); return "" }
 	}
 	path := filepath.Join(b.cfg.Out, "profiles", name+".pb.gz")
 	os.MkdirAll(filepath.Dir(path), 0o755)
@@ -262,11 +266,37 @@ func (b *Bench) startProfile(ctx context.Context, name string, d time.Duration) 
 		done <- path
 	}()
 	return func() string {
+		stopGen()
 		p := <-done
 		b.profMu.Lock()
 		b.profiles[name] = p
 		b.profMu.Unlock()
 		return p
+	}
+}
+
+// startGeneratorProfile starts a CPU profile of this process into
+// profiles/<name>-generator.pb.gz when -generator-profile is set; the
+// returned function stops it.
+func (b *Bench) startGeneratorProfile(name string) func() {
+	if !b.cfg.GeneratorProfile {
+		return func() {}
+	}
+	path := filepath.Join(b.cfg.Out, "profiles", name+"-generator.pb.gz")
+	os.MkdirAll(filepath.Dir(path), 0o755)
+	f, err := os.Create(path)
+	if err == nil {
+		if err = pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		b.ui.Logf("  generator profile %s: %v", name, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
 

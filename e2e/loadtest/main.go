@@ -78,6 +78,7 @@ type Config struct {
 	SSEConns         int           `json:"sse_connections"`
 	SSEIPs           int           `json:"sse_source_addresses"`
 	Profile          bool          `json:"profile"`
+	GeneratorProfile bool          `json:"generator_profile,omitempty"`
 	Baselines        bool          `json:"baselines"`
 	Keep             bool          `json:"keep"`
 	Quick            bool          `json:"quick"`
@@ -114,6 +115,7 @@ func main() {
 	fs.IntVar(&cfg.SSEConns, "sse-conns", 10000, "-mode sse: concurrent SSE streams")
 	fs.IntVar(&cfg.SSEIPs, "sse-ips", 16, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over; the server takes STREAMS_PER_ADDRESS (1,000 by default) from each, so 10,000 streams need at least 10")
 	fs.BoolVar(&cfg.Profile, "profile", true, "take CPU profiles of the server (PPROF_ADDR) during the measured steps")
+	fs.BoolVar(&cfg.GeneratorProfile, "generator-profile", false, "also take CPU profiles of the load test itself over the same steps (profiles/<step>-generator.pb.gz); off by default, since profiling adds to the generator's CPU a request")
 	fs.BoolVar(&cfg.Baselines, "baselines", true, "measure the echo and Redis baselines")
 	fs.BoolVar(&cfg.Keep, "keep", false, "keep the bench's database and Redis keys")
 	fs.BoolVar(&cfg.Quick, "quick", false, "short steps for a run under a minute: 1 s open loops and baselines, admission at fans/4 per second on 200 ms ticks, 100 SSE streams (1,000 with -mode sse), 20 s waiting and buying limits")
