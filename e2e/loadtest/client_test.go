@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -48,19 +50,29 @@ func TestFan_KeepsCookies(t *testing.T) {
 	}
 }
 
-// BenchmarkFanPoll is the generator's side of a waiting fan's position
+// BenchmarkFanRequests is the generator's side of a waiting fan's position
 // poll, as the waiting phase sends it (call, kind, the position's JSON),
-// against a loopback server that answers at once as the real one does:
-// cpu-µs/op is the process's CPU a poll, the loopback server's trivial
-// answer included (the same before and after a change of the client).
-func BenchmarkFanPoll(b *testing.B) {
+// and of a cold seat map page (84 KB in brotli, read whole), against a
+// loopback server that answers at once. cpu-µs/op is the process's CPU a
+// request, the loopback server's trivial answer included (the same before
+// and after a change of the client).
+func BenchmarkFanRequests(b *testing.B) {
+	page := bytes.Repeat([]byte{'x'}, 84<<10)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Type", "application/json")
 		h.Set("Vary", "Accept, Cookie, Accept-Encoding")
-		if r.Method == http.MethodPost {
+		switch {
+		case r.Method == http.MethodPost:
 			h.Add("Set-Cookie", "boxoffice_queue_epoch=e1.5.3.3; Path=/events/7/queue; Max-Age=3600; HttpOnly; SameSite=Lax")
+		case r.URL.Path == "/events/7/seats":
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Content-Encoding", "br")
+			h.Set("ETag", `"p1"`)
+			h.Set("Content-Length", strconv.Itoa(len(page)))
+			w.Write(page)
+			return
 		}
+		h.Set("Content-Type", "application/json")
 		io.WriteString(w, `{"status":"waiting","position":1234,"ahead":1233,"eta_seconds":12}`+"\n")
 	}))
 	defer srv.Close()
@@ -70,17 +82,31 @@ func BenchmarkFanPoll(b *testing.B) {
 	if _, err := call(ctx, c, http.MethodPost, srv.URL+"/events/7/queue", f, url.Values{}); err != nil {
 		b.Fatal(err)
 	}
-	statusURL := srv.URL + "/events/7/queue/status"
-	b.ReportAllocs()
-	cpu0 := processCPU(b)
-	for b.Loop() {
-		a, err := call(ctx, c, http.MethodGet, statusURL, f, nil)
-		var pos position
-		if kind(a, err, http.StatusOK) != kindOK || json.Unmarshal(a.Body, &pos) != nil || pos.Position != 1234 {
-			b.Fatalf("poll: %v %d %s", err, a.Status, a.Body)
+	b.Run("poll", func(b *testing.B) {
+		statusURL := srv.URL + "/events/7/queue/status"
+		b.ReportAllocs()
+		cpu0 := processCPU(b)
+		for b.Loop() {
+			a, err := call(ctx, c, http.MethodGet, statusURL, f, nil)
+			var pos position
+			if kind(a, err, http.StatusOK) != kindOK || json.Unmarshal(a.Body, &pos) != nil || pos.Position != 1234 {
+				b.Fatalf("poll: %v %d %s", err, a.Status, a.Body)
+			}
 		}
-	}
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	})
+	b.Run("seat map page cold", func(b *testing.B) {
+		seatsURL := srv.URL + "/events/7/seats"
+		b.ReportAllocs()
+		cpu0 := processCPU(b)
+		for b.Loop() {
+			a, err := send(ctx, c, http.MethodGet, seatsURL, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: "+pageEncodings)
+			if kind(a, err, http.StatusOK) != kindOK || len(a.Body) != len(page) {
+				b.Fatalf("seat map: %v %d", err, a.Status)
+			}
+		}
+		b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+	})
 }
 
 // processCPU returns this process's CPU time so far (user and system).
