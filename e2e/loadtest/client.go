@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"slices"
@@ -27,136 +28,47 @@ type Fan struct {
 	ID     int64
 	Email  string
 	Cookie string // "boxoffice_session=<token>"
-	// kept holds the other cookies the server sets for the fan (the queue's
+	// jar keeps the other cookies the server sets for the fan (the queue's
 	// place cookie from a join), sent back where their Path says, as a
 	// browser does: a waiting fan's poll with its place cookie is answered
-	// from the instance's figures, without it from Redis. A fan talks to
-	// one host, so a cookie is known by its name and path (RFC 6265 5.3);
-	// this replaces net/http/cookiejar, whose host keys, sorting and
-	// allocations cost the generator about 3 µs a request.
-	mu   sync.Mutex
-	kept []keptCookie
-}
-
-// keptCookie is a cookie the fan keeps. header is the fan's Cookie header
-// when it is the only kept cookie that goes to a request, built once.
-type keptCookie struct {
-	name, value, path string
-	expires           time.Time // zero: until the run ends
-	header            string
+	// from the instance's figures, without it from Redis.
+	jar     *cookiejar.Jar
+	jarOnce sync.Once
 }
 
 // cookies returns the Cookie header of the fan's request to u: the session
-// cookie and the kept cookies that go to u, longer paths first.
+// cookie and the kept cookies that go to u.
 func (f *Fan) cookies(u *url.URL) string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.kept) == 0 {
+	f.jarOnce.Do(f.newJar)
+	kept := f.jar.Cookies(u)
+	if len(kept) == 0 {
 		return f.Cookie
 	}
-	path := u.Path
-	if path == "" {
-		path = "/"
-	}
-	var now time.Time
 	var b strings.Builder
-	only, n := "", 0
-	for i := range f.kept {
-		c := &f.kept[i]
-		if !pathMatch(c.path, path) {
-			continue
-		}
-		if !c.expires.IsZero() {
-			if now.IsZero() {
-				now = time.Now()
-			}
-			if !now.Before(c.expires) {
-				continue
-			}
-		}
-		if n++; n == 1 {
-			only = c.header
-			b.WriteString(f.Cookie)
-		}
+	b.WriteString(f.Cookie)
+	for _, c := range kept {
 		b.WriteString("; ")
-		b.WriteString(c.name)
+		b.WriteString(c.Name)
 		b.WriteByte('=')
-		b.WriteString(c.value)
-	}
-	switch n {
-	case 0:
-		return f.Cookie
-	case 1:
-		return only
+		b.WriteString(c.Value)
 	}
 	return b.String()
 }
 
 // keep keeps the cookies of the answer to a request to u, except the session
-// cookie, which the fan holds from set-up: a cookie replaces the kept one
-// of its name and path, and one that has expired (Max-Age 0 or less, an
-// Expires in the past) removes it.
+// cookie, which the fan holds from set-up.
 func (f *Fan) keep(u *url.URL, h http.Header) {
-	lines := h["Set-Cookie"]
-	if len(lines) == 0 {
+	if len(h["Set-Cookie"]) == 0 {
 		return
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	now := time.Now()
-	for _, line := range lines {
-		c, err := http.ParseSetCookie(line)
-		if err != nil || c.Name == sessionCookie {
-			continue
-		}
-		k := keptCookie{name: c.Name, value: c.Value, path: c.Path}
-		if k.path == "" || k.path[0] != '/' {
-			k.path = defaultPath(u.Path)
-		}
-		switch {
-		case c.MaxAge < 0:
-			k.expires = now
-		case c.MaxAge > 0:
-			k.expires = now.Add(time.Duration(c.MaxAge) * time.Second)
-		case !c.Expires.IsZero():
-			k.expires = c.Expires
-		}
-		k.header = f.Cookie + "; " + k.name + "=" + k.value
-		f.kept = slices.DeleteFunc(f.kept, func(o keptCookie) bool { return o.name == k.name && o.path == k.path })
-		if !k.expires.IsZero() && !now.Before(k.expires) {
-			continue
-		}
-		// Longer paths first, then the older cookie first (RFC 6265 5.4).
-		i := slices.IndexFunc(f.kept, func(o keptCookie) bool { return len(o.path) < len(k.path) })
-		if i < 0 {
-			i = len(f.kept)
-		}
-		f.kept = slices.Insert(f.kept, i, k)
-	}
+	f.jarOnce.Do(f.newJar)
+	set := (&http.Response{Header: h}).Cookies()
+	set = slices.DeleteFunc(set, func(c *http.Cookie) bool { return c.Name == sessionCookie })
+	f.jar.SetCookies(u, set)
 }
 
-// pathMatch reports whether a cookie of path cookiePath goes to a request
-// of path reqPath (RFC 6265 5.1.4).
-func pathMatch(cookiePath, reqPath string) bool {
-	if !strings.HasPrefix(reqPath, cookiePath) {
-		return false
-	}
-	return len(reqPath) == len(cookiePath) || cookiePath[len(cookiePath)-1] == '/' || reqPath[len(cookiePath)] == '/'
-}
+func (f *Fan) newJar() { f.jar, _ = cookiejar.New(nil) }
 
-// defaultPath is the path of a cookie set without one by the answer to a
-// request of path reqPath (RFC 6265 5.1.4): its directory.
-func defaultPath(reqPath string) string {
-	i := strings.LastIndexByte(reqPath, '/')
-	if i <= 0 {
-		return "/"
-	}
-	return reqPath[:i]
-}
-
-// newClient returns an HTTP/1.1 client with at most conns connections to
-// each host, that does not follow redirects (the bench follows the ones it
-// wants, to time each step) and asks for gzip as browsers do.
 func newClient(conns int) *http.Client {
 	return &http.Client{
 		Transport: &http.Transport{
