@@ -8,9 +8,11 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -90,6 +92,7 @@ type Queue struct {
 	figures map[int64]queueFigures   // event id -> the latest figures read
 	flights map[int64]*figuresFlight // event id -> the refresh under way
 	gens    map[int64]uint64         // event id -> times this instance admitted
+	keys    atomic.Pointer[map[int64]*queueKeys]
 }
 
 // hot returns where the hot requests' scripts go: Pipe, or Redis.Client.
@@ -225,21 +228,64 @@ func (fl *figuresFlight) wait(ctx context.Context) (queueFigures, bool) {
 // tokenBytes is the entropy of an entry token: 128 bits from crypto/rand.
 const tokenBytes = 16
 
-func (q *Queue) queueKey(e int64) string { return q.Redis.Key("queue:{%d}", e) }
-func (q *Queue) seqKey(e int64) string   { return q.Redis.Key("queue:seq:{%d}", e) }
-func (q *Queue) sessKey(e int64) string  { return q.Redis.Key("queue:sess:{%d}", e) }
-func (q *Queue) statsKey(e int64) string { return q.Redis.Key("queue:stats:{%d}", e) }
-func (q *Queue) liveKey(e int64) string  { return q.Redis.entryLiveKey(e) }
-func (q *Queue) preKey(e int64) string   { return q.Redis.Key("prequeue:{%d}", e) }
+func (q *Queue) queueKey(e int64) string { return q.keysOf(e).queue }
+func (q *Queue) seqKey(e int64) string   { return q.keysOf(e).seq }
+func (q *Queue) sessKey(e int64) string  { return q.keysOf(e).sess }
+func (q *Queue) statsKey(e int64) string { return q.keysOf(e).stats }
+func (q *Queue) liveKey(e int64) string  { return q.keysOf(e).live }
+func (q *Queue) preKey(e int64) string   { return q.keysOf(e).pre }
+func (q *Queue) preAcctKey(e int64) string {
+	return q.keysOf(e).preAcct
+}
+
+// queueKeys are the keys of an event's line that the hot scripts name,
+// built once per event and instance: a join names eight of them, a poll
+// three or four, and each built anew was an allocation.
+type queueKeys struct {
+	queue, seq, sess, stats, live, pre, preAcct, bought, entryPrefix string
+}
+
+// keysOf returns event e's queueKeys. The instance keeps them for every
+// event it has served (a few strings an event), in a map that is copied to
+// add one, so that reading them takes no lock.
+func (q *Queue) keysOf(e int64) *queueKeys {
+	if m := q.keys.Load(); m != nil {
+		if k, ok := (*m)[e]; ok {
+			return k
+		}
+	}
+	k := &queueKeys{
+		queue: q.Redis.Key("queue:{%d}", e), seq: q.Redis.Key("queue:seq:{%d}", e),
+		sess: q.Redis.Key("queue:sess:{%d}", e), stats: q.Redis.Key("queue:stats:{%d}", e),
+		live: q.Redis.entryLiveKey(e), pre: q.Redis.Key("prequeue:{%d}", e),
+		preAcct: q.Redis.Key("prequeue:acct:{%d}", e), bought: q.Redis.boughtKey(e),
+		entryPrefix: q.Redis.entryPrefix(e),
+	}
+	for {
+		old := q.keys.Load()
+		next := make(map[int64]*queueKeys, 1)
+		if old != nil {
+			if have, ok := (*old)[e]; ok {
+				return have
+			}
+			next = maps.Clone(*old)
+		}
+		next[e] = k
+		if q.keys.CompareAndSwap(old, &next) {
+			return k
+		}
+	}
+}
+
+// entryKey is the account's entry token key for event e (Redis.entryKey).
+func (q *Queue) entryKey(e, accountID int64) string {
+	return q.keysOf(e).entryPrefix + strconv.FormatInt(accountID, 10)
+}
 
 // proofKey is the used proof of work of challenge for event e (the join
 // script's KEYS[9]).
 func (q *Queue) proofKey(e int64, challenge string) string {
 	return q.Redis.Key("queue:proof:{%d}:%s", e, challenge)
-}
-
-func (q *Queue) preAcctKey(e int64) string {
-	return q.Redis.Key("prequeue:acct:{%d}", e)
 }
 
 // Join gives the account a place in the event's line in one Redis round trip
@@ -279,8 +325,8 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		}
 		drawAt = r.DrawAt.UnixMilli()
 	}
-	keys := []string{q.queueKey(eventID), q.seqKey(eventID), q.sessKey(eventID), q.statsKey(eventID), q.Redis.entryKey(eventID, accountID),
-		q.Redis.boughtKey(eventID), q.preKey(eventID), q.preAcctKey(eventID)}
+	k := q.keysOf(eventID)
+	keys := []string{k.queue, k.seq, k.sess, k.stats, q.entryKey(eventID, accountID), k.bought, k.pre, k.preAcct}
 	var proofUntil int64
 	if r.Proof != "" {
 		// kept a minute past the expiry, so that a Redis clock behind ours
@@ -439,7 +485,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	}
 	keys, replies := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}, 2+2*len(ids)
 	if sessionKey != "" {
-		keys, replies = append(keys, q.Redis.entryKey(eventID, ids[0])), replies+1
+		keys, replies = append(keys, q.entryKey(eventID, ids[0])), replies+1
 	}
 	res, err := queuePositionsScript.RunRO(ctx, q.hot(), keys, args...).Slice()
 	var packed, bound string
@@ -569,7 +615,8 @@ func noEntryYet() error {
 // script (queue_entry.lua).
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
 	acct := strconv.FormatInt(accountID, 10)
-	keys := []string{q.Redis.entryPrefix(eventID) + acct, q.liveKey(eventID)}
+	k := q.keysOf(eventID)
+	keys := []string{k.entryPrefix + acct, k.live}
 	res, err := queueEntryScript.RunRO(ctx, q.hot(), keys, acct).Slice()
 	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
