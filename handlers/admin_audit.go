@@ -38,7 +38,7 @@ func (s *Server) handleAdminAudit(c echo.Context) error {
 		}
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, adminAuditJSON(v))
+		return answerJSON(c, http.StatusOK, adminAuditJSON(v))
 	}
 	status := http.StatusOK
 	if ferr != nil {

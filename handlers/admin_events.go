@@ -469,7 +469,7 @@ func (s *Server) handleAdminEventBlocks(c echo.Context) error {
 	})
 	switch {
 	case err == nil && wantsJSON(c):
-		return c.JSON(http.StatusOK, res)
+		return answerJSON(c, http.StatusOK, res)
 	case err == nil:
 		return s.redirectWithFlash(c, fmt.Sprintf("/admin/events/%d/edit#blocks", id), blocksFlash(action, res.Changed))
 	case wantsJSON(c) || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND:

@@ -113,7 +113,7 @@ func (s *Server) handleAdminLive(c echo.Context) error {
 	}
 	switch {
 	case wantsJSON(c):
-		return c.JSON(http.StatusOK, liveJSON(f))
+		return answerJSON(c, http.StatusOK, liveJSON(f))
 	case isHTMX(c):
 		return render(c, http.StatusOK, views.AdminLiveStats(e, f))
 	}
@@ -162,7 +162,7 @@ func (s *Server) handleAdminAdmission(c echo.Context) error {
 		}
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{"paused": e.Paused, "rate": e.AdmissionRate})
+		return answerJSON(c, http.StatusOK, map[string]any{"paused": e.Paused, "rate": e.AdmissionRate})
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/admin/events/%d/live", id))
 }
@@ -208,7 +208,7 @@ func (s *Server) handleAdminBroadcast(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{"message": b.Message, "sent_at": b.SentAt})
+		return answerJSON(c, http.StatusOK, map[string]any{"message": b.Message, "sent_at": b.SentAt})
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/admin/events/%d/live", id))
 }

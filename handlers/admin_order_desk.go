@@ -40,7 +40,7 @@ func (s *Server) handleAdminOrders(c echo.Context) error {
 		}
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, adminOrdersJSON(v))
+		return answerJSON(c, http.StatusOK, adminOrdersJSON(v))
 	}
 	events, err := s.Events.FindEvents(ctx, boxoffice.EventFilter{})
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *Server) handleAdminOrder(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, adminOrderJSON(o, refunds))
+		return answerJSON(c, http.StatusOK, adminOrderJSON(o, refunds))
 	}
 	return render(c, http.StatusOK, views.AdminOrderPage(views.AdminOrderView{Order: o, Refunds: refunds}, s.popFlash(c)))
 }
@@ -78,7 +78,7 @@ func (s *Server) handleAdminOrderRefund(c echo.Context) error {
 	})
 	switch {
 	case err == nil && wantsJSON(c):
-		return c.JSON(http.StatusOK, res)
+		return answerJSON(c, http.StatusOK, res)
 	case err == nil:
 		return s.redirectWithFlash(c, "/admin/orders/"+id, views.FlashRefunded)
 	case wantsJSON(c) || boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND:

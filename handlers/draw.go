@@ -57,7 +57,7 @@ func (s *Server) handleDraw(c echo.Context) error {
 		if drawn {
 			m["seed"], m["tickets"] = d.Seed, d.Tickets
 		}
-		return c.JSON(http.StatusOK, m)
+		return answerJSON(c, http.StatusOK, m)
 	}
 	v := views.DrawView{EventID: id, Title: e.Title, TimeZone: e.TimeZone, Draw: d}
 	if a := boxoffice.AccountFromContext(ctx); a != nil {

@@ -68,7 +68,7 @@ func (s *Server) handleEntry(c echo.Context) error {
 		return s.noEntry(c, id, err)
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{"ttl_ms": ttl.Milliseconds()})
+		return answerJSON(c, http.StatusOK, map[string]any{"ttl_ms": ttl.Milliseconds()})
 	}
 	if isHTMX(c) {
 		return render(c, http.StatusOK, views.EntryTime(ttl))
@@ -113,7 +113,7 @@ func (s *Server) handleLeave(c echo.Context) error {
 		return s.noEntry(c, id, err)
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{"left": true})
+		return answerJSON(c, http.StatusOK, map[string]any{"left": true})
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d", id))
 }

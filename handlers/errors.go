@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -82,7 +83,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 				body["fields"] = views.ErrorFields(ctx, err)
 			}
 		}
-		rerr = c.JSON(status, body)
+		rerr = answerJSON(c, status, body)
 	case isHTMX(c):
 		rerr = render(c, status, views.ErrorFragment(err))
 	default:
@@ -145,10 +146,34 @@ func (s *Server) statusOf(err error) int {
 
 // render writes component as an HTML response with the given status.
 func render(c echo.Context, status int, component templ.Component) error {
-	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().Header()[echo.HeaderContentType] = htmlContentType
 	c.Response().WriteHeader(status)
 	return component.Render(c.Request().Context(), c.Response())
 }
+
+// answerJSON writes v as a JSON response with the given status, as echo's
+// c.JSON does (indented for ?pretty or in debug mode, Content-Type
+// application/json unless the handler set one), without parsing the query
+// of a request that has none to learn that it asks for no indent, and
+// without allocating the Content-Type header's value.
+func answerJSON(c echo.Context, status int, v any) error {
+	if c.Request().URL.RawQuery != "" || c.Echo().Debug {
+		return c.JSON(status, v)
+	}
+	res := c.Response()
+	if h := res.Header(); len(h[echo.HeaderContentType]) == 0 {
+		h[echo.HeaderContentType] = jsonContentType
+	}
+	res.Status = status
+	return json.NewEncoder(res).Encode(v)
+}
+
+// The Content-Type values that every answer shares (header keys in
+// canonical form; a later Set replaces the slice, an Add copies it).
+var (
+	htmlContentType = []string{echo.MIMETextHTMLCharsetUTF8}
+	jsonContentType = []string{echo.MIMEApplicationJSON}
+)
 
 // wantsJSON reports whether the request asks for JSON (Accept:
 // application/json), as the contract's JSON routes answer, or sends JSON

@@ -41,7 +41,7 @@ func (s *Server) handleEvent(c echo.Context) error {
 				"seats_held": g.SeatsHeld,
 			})
 		}
-		return c.JSON(http.StatusOK, map[string]any{
+		return answerJSON(c, http.StatusOK, map[string]any{
 			"id": e.ID, "title": e.Title.In(lang), "venue": e.VenueName, "time_zone": e.TimeZone,
 			"starts_at": e.StartsAt, "queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt,
 			"status": e.SeatStatus(), "limit": e.MaxPerAccount, "currency": e.Currency, "grades": grades,

@@ -81,7 +81,7 @@ func (s *Server) handleHold(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, holdAnswer{Held: res.Held, TTLMs: res.TTL.Milliseconds(), ExpiresAt: res.ExpiresAt.UTC().Format(time.RFC3339Nano)})
+		return answerJSON(c, http.StatusOK, holdAnswer{Held: res.Held, TTLMs: res.TTL.Milliseconds(), ExpiresAt: res.ExpiresAt.UTC().Format(time.RFC3339Nano)})
 	}
 	ctx := c.Request().Context()
 	notice := views.HeldNotice(ctx, len(res.Held), res.TTL)
@@ -223,7 +223,7 @@ func (s *Server) handleRelease(c echo.Context) error {
 		return err
 	}
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, map[string]any{"released": label})
+		return answerJSON(c, http.StatusOK, map[string]any{"released": label})
 	}
 	ctx := c.Request().Context()
 	notice := views.ReleasedNotice(ctx, es.view(e), label)

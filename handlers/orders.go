@@ -33,7 +33,7 @@ func (s *Server) handleCreateOrder(c echo.Context) error {
 	checkout := s.Checkout.CheckoutURL(o)
 	switch {
 	case wantsJSON(c):
-		return c.JSON(http.StatusCreated, map[string]any{
+		return answerJSON(c, http.StatusCreated, map[string]any{
 			"order_id": o.ID, "status": o.Status, "amount": o.Amount.Amount, "currency": o.Amount.Currency, "checkout_url": checkout,
 		})
 	case isHTMX(c):
@@ -100,7 +100,7 @@ func (s *Server) renderOrder(c echo.Context, v views.OrderView) error {
 	}
 	switch {
 	case wantsJSON(c):
-		return c.JSON(http.StatusOK, orderJSON(o, v.CheckoutURL))
+		return answerJSON(c, http.StatusOK, orderJSON(o, v.CheckoutURL))
 	case isHTMX(c):
 		return render(c, http.StatusOK, views.OrderDetails(v))
 	}
@@ -161,7 +161,7 @@ func (s *Server) handleMyOrders(c echo.Context) error {
 			out[i] = orderJSON(o, "")
 			out[i]["event_title"] = o.EventTitle.In(views.Lang(ctx))
 		}
-		return c.JSON(http.StatusOK, map[string]any{"orders": out})
+		return answerJSON(c, http.StatusOK, map[string]any{"orders": out})
 	}
 	return render(c, http.StatusOK, views.MyOrdersPage(orders))
 }

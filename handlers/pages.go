@@ -39,7 +39,7 @@ func (s *Server) handleHome(c echo.Context) error {
 				"queue_opens_at": e.QueueOpensAt, "sale_ends_at": e.SaleEndsAt, "status": e.SeatStatus(),
 			})
 		}
-		return c.JSON(http.StatusOK, map[string]any{"events": out})
+		return answerJSON(c, http.StatusOK, map[string]any{"events": out})
 	}
 	return render(c, http.StatusOK, views.Home(events, s.Now()))
 }
@@ -61,9 +61,9 @@ func (s *Server) handleReadyz(c echo.Context) error {
 		}
 	}
 	if len(down) > 0 {
-		return c.JSON(http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "down": down})
+		return answerJSON(c, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "down": down})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"status": "ready"})
+	return answerJSON(c, http.StatusOK, map[string]any{"status": "ready"})
 }
 
 // staticFiles serves the embedded CSS, scripts and favicon (GET and HEAD),

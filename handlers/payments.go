@@ -88,7 +88,7 @@ func (s *Server) handlePaymentSuccess(c echo.Context) error {
 		if conf == nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"order_id": orderID, "status": conf.Order.Status, "outcome": conf.Outcome})
+		return answerJSON(c, http.StatusOK, map[string]any{"order_id": orderID, "status": conf.Order.Status, "outcome": conf.Outcome})
 	}
 	to := "/orders/" + url.PathEscape(orderID)
 	if wait != "" {
@@ -144,14 +144,14 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if errors.Is(err, toss.ErrUnknownEventType) {
 		// An event we do not act on (say, a deposit callback): 200, or the PG
 		// would retry it for days.
-		return c.JSON(http.StatusOK, map[string]any{"ignored": true})
+		return answerJSON(c, http.StatusOK, map[string]any{"ignored": true})
 	} else if err != nil {
 		return err
 	}
 	conf, err := s.Checkout.ConfirmWebhook(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
 	if boxoffice.ErrorCode(err) == boxoffice.ENOTFOUND {
 		s.Logger.Warn("webhook for an order that is not ours", "order_id", ev.Data.OrderID, "payment_key", ev.Data.PaymentKey)
-		return c.JSON(http.StatusOK, map[string]any{"ignored": true})
+		return answerJSON(c, http.StatusOK, map[string]any{"ignored": true})
 	} else if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *Server) handleWebhook(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, map[string]any{"order_id": o.ID, "status": o.Status, "outcome": boxoffice.PaymentRefunded})
+		return answerJSON(c, http.StatusOK, map[string]any{"order_id": o.ID, "status": o.Status, "outcome": boxoffice.PaymentRefunded})
 	}
-	return c.JSON(http.StatusOK, map[string]any{"order_id": conf.Order.ID, "status": conf.Order.Status, "outcome": conf.Outcome})
+	return answerJSON(c, http.StatusOK, map[string]any{"order_id": conf.Order.ID, "status": conf.Order.Status, "outcome": conf.Outcome})
 }

@@ -203,7 +203,7 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 	}
 	s.keepQueuePlace(c, e, p)
 	if wantsJSON(c) {
-		return c.JSON(http.StatusOK, positionJSON(p))
+		return answerJSON(c, http.StatusOK, positionJSON(p))
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d/queue", id))
 }
@@ -353,7 +353,7 @@ func (s *Server) handleQueueStatus(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, positionJSON(p))
+		return answerJSON(c, http.StatusOK, positionJSON(p))
 	}
 	v, err := s.queueView(c.Request().Context(), e, p, err, pl)
 	if err != nil {
