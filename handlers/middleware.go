@@ -282,6 +282,13 @@ func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 		var err error
 		switch mediaType(r.Header.Get(echo.HeaderContentType)) {
 		case echo.MIMEApplicationForm:
+			if r.ContentLength == 0 && r.URL.RawQuery == "" {
+				// An empty form, as a join's or a leave's post sends: what
+				// ParseForm would find, without reading the body, parsing its
+				// media type or two empty strings.
+				r.PostForm, r.Form = url.Values{}, url.Values{}
+				return next(c)
+			}
 			err = r.ParseForm()
 		case echo.MIMEMultipartForm:
 			err = r.ParseMultipartForm(multipartMemory)
