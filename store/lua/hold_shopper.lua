@@ -122,12 +122,15 @@ end
 -- order) for acct until exp (ms on Redis's clock): each seat's lock, and
 -- with one command each, the account's holds (hold_key), set to expire with
 -- the last of them (last, ms), and the map's indexes of held seats
--- (held_key) and holders (holder_key).
+-- (held_key) and holders (holder_key). The expiry goes to Redis as one
+-- string made once: a Lua number argument is formatted by Redis with
+-- printf's %.17g on every use, three times a seat.
 local function hold_seats(labels, lock_keys, hold_key, held_key, holder_key, acct, exp, last)
+  local at = string.format('%d', exp)
   local scored, owners = {}, {}
   for i, label in ipairs(labels) do
-    redis.call('SET', lock_keys[i], acct, 'PXAT', exp)
-    scored[#scored + 1] = exp
+    redis.call('SET', lock_keys[i], acct, 'PXAT', at)
+    scored[#scored + 1] = at
     scored[#scored + 1] = label
     owners[#owners + 1] = label
     owners[#owners + 1] = acct
