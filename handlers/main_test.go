@@ -55,11 +55,13 @@ func newTestApp(t testing.TB, options ...func(*handlers.Server)) *testApp {
 	return newTestAppOn(t, storetest.MustOpenDB(t), storetest.MustOpenRedis(t), options...)
 }
 
-// plainScripts sends the queue's hot scripts on the Redis client itself, not
-// its autopipeliner (store.Queue.Pipe), whose hooks see no request's
-// context: for the tests that count a request's commands with a hook.
+// plainScripts sends the queue's hot scripts and a fan's hold scripts on the
+// Redis client itself, not its autopipeliner (store.Queue.Pipe,
+// store.Holds.Pipe), whose hooks see no request's context: for the tests
+// that count a request's commands with a hook.
 func plainScripts(s *handlers.Server) {
 	s.Queue.(*store.Queue).Pipe = nil
+	s.Holds.(*store.Holds).Pipe = nil
 }
 
 // withRateLimits turns the rate limits on.
@@ -97,6 +99,7 @@ func newTestAppPG(t testing.TB, db, pgDB *store.DB, rdb *store.Redis, options ..
 	if err != nil {
 		t.Fatal(err)
 	}
+	holds.Pipe = pipe
 	trips, tickTrips := &redisTrips{}, &redisTrips{}
 	stopping, stop := context.WithCancel(withTrips(context.Background(), tickTrips))
 	srv := &handlers.Server{

@@ -131,6 +131,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger, stdout io.Write
 		return err
 	}
 	queue := &store.Queue{Redis: rdb, Metrics: queueMetrics, Pipe: pipe}
+	holds.Pipe = pipe
 	checkout, err := newPayments(ctx, cfg, db, rdb, holds, logger)
 	if err != nil {
 		return err
