@@ -44,15 +44,22 @@ func (scriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // redisCalls returns Redis's count of calls of each command since its
 // start (INFO commandstats), those run by scripts included, and under
 // "usec:<name>" the microseconds spent in them (a script's include those
-// of the commands it ran).
+// of the commands it ran); under "usec:cpu", the CPU time Redis used
+// (INFO cpu, user and system), in microseconds.
 func redisCalls(tb testing.TB, r *store.Redis) map[string]int64 {
 	tb.Helper()
-	info, err := r.Client.Info(context.Background(), "commandstats").Result()
+	info, err := r.Client.Info(context.Background(), "commandstats", "cpu").Result()
 	if err != nil {
 		tb.Fatalf("INFO commandstats: %v", err)
 	}
 	calls := map[string]int64{}
 	for _, line := range strings.Split(info, "\n") {
+		for _, field := range []string{"used_cpu_user:", "used_cpu_sys:"} {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), field); ok {
+				sec, _ := strconv.ParseFloat(v, 64)
+				calls["usec:cpu"] += int64(sec * 1e6)
+			}
+		}
 		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
 		if !ok {
 			continue
@@ -92,7 +99,9 @@ func (c *commandCounter) stop() {
 }
 
 // report adds the commands per op (cmds/op), the microseconds Redis spent
-// in scripts per op (script-µs/op), and the calls of the named commands
+// in scripts per op (script-µs/op), Redis's CPU time per op
+// (redis-cpu-µs/op: its reads and writes of the connections included, and
+// its own cron work), and the calls of the named commands
 // (<name>/op) to b's results.
 func (c *commandCounter) report(b *testing.B, names ...string) {
 	var all int64
@@ -103,6 +112,7 @@ func (c *commandCounter) report(b *testing.B, names ...string) {
 	}
 	b.ReportMetric(float64(all)/float64(b.N), "cmds/op")
 	b.ReportMetric(float64(c.sum["usec:evalsha"]+c.sum["usec:eval"])/float64(b.N), "script-µs/op")
+	b.ReportMetric(float64(c.sum["usec:cpu"])/float64(b.N), "redis-cpu-µs/op")
 	for _, name := range names {
 		b.ReportMetric(float64(c.sum[name])/float64(b.N), name+"/op")
 	}

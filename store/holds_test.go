@@ -1135,6 +1135,53 @@ func BenchmarkHolds_Hold(b *testing.B) {
 	}
 }
 
+// BenchmarkHolds_HoldConcurrent holds fresh seats by hand, one a hold by an
+// account with none, from 16 goroutines at once as a server's requests do,
+// with the hold scripts sent on the client (client) or on its automatic
+// pipelining (pipe: Holds.Pipe, as the binary sets it), and reports the
+// commands and Redis's CPU time per hold (exact on a Redis of the
+// benchmark's own). At most 14,999 holds a run (-benchtime).
+func BenchmarkHolds_HoldConcurrent(b *testing.B) {
+	for _, piped := range []bool{false, true} {
+		name := map[bool]string{false: "client", true: "pipe"}[piped]
+		b.Run(name, func(b *testing.B) {
+			env := newHoldsEnv(b)
+			if piped {
+				pipe, err := env.R.AutoPipeline()
+				if err != nil {
+					b.Fatal(err)
+				}
+				env.H.Pipe = pipe
+			}
+			ev := newHoldEvent(b, env.DB, 15000)
+			if b.N >= len(ev.Labels) {
+				b.Fatalf("%d holds: the event has %d seats", b.N, len(ev.Labels))
+			}
+			ctx := context.Background()
+			env.mustHold(b, ev.ID, 1, holdTTL, ev.Labels[0]) // loads the caches
+			var next atomic.Int64
+			cmds := newCommandCounter(b, env.R)
+			cmds.start()
+			b.SetParallelism(8)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					i := next.Add(1)
+					req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: i + 1, Limit: limit, TTL: holdTTL}
+					if _, err := env.H.Hold(ctx, req, ev.Labels[i:i+1]); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			cmds.stop()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			cmds.report(b, "evalsha")
+		})
+	}
+}
+
 // BenchmarkHolds_SeatStatuses refreshes a 15,000-seat map with 6,000 seats
 // held and 3,000 sold, reading the event's part on every call (Fresh) or
 // sharing one read a second (Shared, the default).
