@@ -216,6 +216,26 @@ func waitForLockWait(tb testing.TB, env *checkouttest.Env) {
 	}
 }
 
+// wantHeldForBuyer checks that each of seats shows held to the rival and
+// mine to the buyer on the seat map's statuses of event eventID.
+func wantHeldForBuyer(tb testing.TB, env *checkouttest.Env, eventID, rival, buyer int64, seats []string) {
+	tb.Helper()
+	ctx := context.Background()
+	others, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: eventID, AccountID: rival})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	buyers, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: eventID, AccountID: buyer})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, seat := range seats {
+		if others.Status(seat) != boxoffice.SeatHeld || buyers.Status(seat) != boxoffice.SeatMine {
+			tb.Errorf("seat %s shows %s to others and %s to the buyer, want held and mine", seat, others.Status(seat), buyers.Status(seat))
+		}
+	}
+}
+
 // lockOf returns the account id in a seat's hold key, or "" without one.
 func lockOf(env *checkouttest.Env, tb testing.TB, label string) string {
 	tb.Helper()
@@ -301,19 +321,7 @@ func TestOrders_Confirm_MarkSoldFails(t *testing.T) {
 			t.Errorf("lock of %s = %q, want the buyer %d", seat, lock, o.AccountID)
 		}
 	}
-	others, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buyers, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: o.AccountID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seat := range seats {
-		if others.Status(seat) != boxoffice.SeatHeld || buyers.Status(seat) != boxoffice.SeatMine {
-			t.Errorf("seat %s shows %s to others and %s to the buyer, want held and mine", seat, others.Status(seat), buyers.Status(seat))
-		}
-	}
+	wantHeldForBuyer(t, env, ev.ID, rival, o.AccountID, seats)
 	if mine, _ := env.MyHolds(t, o.AccountID); !slices.Equal(mine, seats) {
 		t.Errorf("the buyer's holds %v, want %v", mine, seats)
 	}
@@ -406,19 +414,7 @@ func TestOrders_Confirm_ClaimKeepsLongerHolds(t *testing.T) {
 	rival := env.Account(t)
 	_, err = env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: rival, Limit: limit, TTL: holdTTL}, seats[:1])
 	wantError(t, err, boxoffice.ESEATTAKEN)
-	others, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rival})
-	if err != nil {
-		t.Fatal(err)
-	}
-	buyers, err := env.Holds.SeatStatuses(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: o.AccountID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, seat := range seats {
-		if others.Status(seat) != boxoffice.SeatHeld || buyers.Status(seat) != boxoffice.SeatMine {
-			t.Errorf("seat %s shows %s to others and %s to the buyer, want held and mine", seat, others.Status(seat), buyers.Status(seat))
-		}
-	}
+	wantHeldForBuyer(t, env, ev.ID, rival, o.AccountID, seats)
 	env.CheckInvariants(t)
 }
 
