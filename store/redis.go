@@ -39,7 +39,7 @@ func ParseRedisURL(rawURL string) (one *redis.Options, cluster *redis.ClusterOpt
 	}
 	q := u.Query()
 	if p := q["protocol"]; len(p) > 0 && (len(p) > 1 || (p[0] != "2" && p[0] != "3")) {
-		return nil, nil, fmt.Errorf("REDIS_URL: protocol must be 2 (RESP2) or 3 (RESP3), or left out for 2; got %q", strings.Join(p, ","))
+		return nil, nil, fmt.Errorf("REDIS_URL: protocol=%s is not supported: want 2 (RESP2, the default) or 3 (RESP3)", strings.Join(p, ","))
 	}
 	if !q.Has("addr") {
 		if one, err = redis.ParseURL(rawURL); err != nil {

@@ -232,8 +232,8 @@ func TestLoadConfig_RedisProtocol(t *testing.T) {
 	}
 	for _, u := range []string{"redis://127.0.0.1:6379/0?protocol=4", "redis://127.0.0.1:6379/0?protocol=", "redis://127.0.0.1:6379/0?protocol=resp3", "redis://127.0.0.1:7000?addr=127.0.0.1:7001&protocol=1"} {
 		_, err := LoadConfig(env(map[string]string{"REDIS_URL": u}))
-		if err == nil || !strings.Contains(err.Error(), "REDIS_URL: protocol must be 2 (RESP2) or 3 (RESP3)") {
-			t.Errorf("LoadConfig(REDIS_URL=%s) = %v, want a refusal naming protocol 2 and 3", u, err)
+		if err == nil || !strings.Contains(err.Error(), "is not supported: want 2 (RESP2, the default) or 3 (RESP3)") || strings.Count(err.Error(), "got ") != 1 {
+			t.Errorf("LoadConfig(REDIS_URL=%s) = %v, want one refusal naming protocol 2 and 3 and the URL once", u, err)
 		}
 	}
 }
