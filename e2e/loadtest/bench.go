@@ -52,6 +52,12 @@ type Bench struct {
 	entered []*Fan
 	paid    bool // the buying phase had checkout and payment
 	soldOut bool // every seat was sold
+	// routes are the buying routes the binary has (the buying phase asks).
+	routes routes
+	// sellout is the sell-out phase's fresh event of the same arena, and
+	// selloutSoldOut says whether its every seat was sold.
+	sellout        Sale
+	selloutSoldOut bool
 	// streamsOpen counts the streams bench-sse opened.
 	streamsOpen int
 	// payActivity says how busy PostgreSQL was while the fans paid.
@@ -89,11 +95,11 @@ func setUp(ctx context.Context, cfg Config, ui *UI, rdb redis.UniversalClient, m
 		return nil, nil, err
 	}
 	t := time.Now()
-	if b.sale, err = seed(ctx, b.db); err != nil {
+	if b.sale, b.sellout, err = seed(ctx, b.db); err != nil {
 		return b, nil, err
 	}
-	p.figure("database", fmt.Sprintf("migrated and seeded with the demo in %.1f s; event %d at the Inspire Arena, %d seats, limit %d per account",
-		time.Since(t).Seconds(), b.sale.EventID, b.sale.Seats, b.sale.Limit), 0)
+	p.figure("database", fmt.Sprintf("migrated and seeded with the demo in %.1f s; event %d at the Inspire Arena, %d seats, limit %d per account; for the sell-out, event %d of the same arena, %d seats, limit %d",
+		time.Since(t).Seconds(), b.sale.EventID, b.sale.Seats, b.sale.Limit, b.sellout.EventID, b.sellout.Seats, b.sellout.Limit), 0)
 	t = time.Now()
 	all, err := createFans(ctx, b.db, cfg.Fans+1)
 	if err != nil {
@@ -358,35 +364,35 @@ func (b *Bench) joinStorm(ctx context.Context) *Phase {
 	return p
 }
 
-// setAdmission sets the sale's admission through the admin's POST
+// setAdmission sets event's admission through the admin's POST
 // /admin/events/{id}/admission, or, on a binary without that route,
 // directly in the database (the admitter reads the event each tick). It
 // returns which way it took.
-func (b *Bench) setAdmission(ctx context.Context, paused bool, rate int) (string, error) {
+func (b *Bench) setAdmission(ctx context.Context, event int64, paused bool, rate int) (string, error) {
 	form := url.Values{"paused": {strconv.FormatBool(paused)}, "rate": {strconv.Itoa(rate)}}
-	a, err := call(ctx, b.client, http.MethodPost, b.url("/admin/events/%d/admission", b.sale.EventID), b.admin, form)
+	a, err := call(ctx, b.client, http.MethodPost, b.url("/admin/events/%d/admission", event), b.admin, form)
 	if err != nil {
-		return "", fmt.Errorf("POST /admin/events/%d/admission: %w", b.sale.EventID, err)
+		return "", fmt.Errorf("POST /admin/events/%d/admission: %w", event, err)
 	}
 	if a.Status < 300 {
 		return "through POST /admin/events/{id}/admission", nil
 	}
 	if !missing(a) {
-		return "", fmt.Errorf("POST /admin/events/%d/admission answered %s", b.sale.EventID, kind(a, nil, http.StatusOK))
+		return "", fmt.Errorf("POST /admin/events/%d/admission answered %s", event, kind(a, nil, http.StatusOK))
 	}
-	_, err = b.db.Pool.Exec(ctx, `UPDATE event SET admission_paused = $2, admission_rate = $3, updated_at = now() WHERE id = $1`, b.sale.EventID, paused, rate)
+	_, err = b.db.Pool.Exec(ctx, `UPDATE event SET admission_paused = $2, admission_rate = $3, updated_at = now() WHERE id = $1`, event, paused, rate)
 	if err != nil {
 		return "", fmt.Errorf("set admission in the database: %w", err)
 	}
 	return "directly in the database (POST /admin/events/{id}/admission is not on this binary)", nil
 }
 
-// admissionTimes reads when each fan was admitted, from the event's live
+// admissionTimes reads when each fan was admitted to sale, from its live
 // entry tokens in Redis (store.Queue: entry:live:{e}, account -> the token's
 // expiry in Unix ms on Redis's clock, set to the admission time plus the
 // token TTL).
-func (b *Bench) admissionTimes(ctx context.Context) (map[int64]time.Time, error) {
-	zs, err := b.rdb.ZRangeWithScores(ctx, fmt.Sprintf("%sentry:live:{%d}", b.srv.RedisPrefix, b.sale.EventID), 0, -1).Result()
+func (b *Bench) admissionTimes(ctx context.Context, sale Sale) (map[int64]time.Time, error) {
+	zs, err := b.rdb.ZRangeWithScores(ctx, fmt.Sprintf("%sentry:live:{%d}", b.srv.RedisPrefix, sale.EventID), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("read admissions: %w", err)
 	}
@@ -396,7 +402,7 @@ func (b *Bench) admissionTimes(ctx context.Context) (map[int64]time.Time, error)
 		if err != nil {
 			continue
 		}
-		out[id] = time.UnixMilli(int64(z.Score)).Add(-b.sale.TokenTTL)
+		out[id] = time.UnixMilli(int64(z.Score)).Add(-sale.TokenTTL)
 	}
 	return out, nil
 }
@@ -405,6 +411,13 @@ func (b *Bench) admissionTimes(ctx context.Context) (map[int64]time.Time, error)
 type position struct {
 	Status   string `json:"status"`
 	Position int    `json:"position"`
+}
+
+// admittedIn says whether a position answer (GET /events/{id}/queue/status,
+// JSON) shows the fan admitted.
+func admittedIn(a answer) bool {
+	var pos position
+	return json.Unmarshal(a.Body, &pos) == nil && pos.Status == "admitted"
 }
 
 // waiting is phase 3: admission is let go at the set rate while fans poll
@@ -463,7 +476,7 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 		return p
 	}
 
-	how, err := b.setAdmission(ctx, false, b.cfg.AdmitRate)
+	how, err := b.setAdmission(ctx, b.sale.EventID, false, b.cfg.AdmitRate)
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p
@@ -498,8 +511,7 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	poll := func(ctx context.Context, i int) string {
 		a, err := call(ctx, b.client, http.MethodGet, statusURL, b.fans[i], nil)
 		k := kind(a, err, http.StatusOK)
-		var pos position
-		if k == kindOK && json.Unmarshal(a.Body, &pos) == nil && pos.Status == "admitted" && seen[i].CompareAndSwap(0, time.Now().UnixNano()) {
+		if k == kindOK && admittedIn(a) && seen[i].CompareAndSwap(0, time.Now().UnixNano()) {
 			remaining.Add(-1)
 			if rand.Float64() < b.cfg.AdmittedMapShare {
 				maps.load(i)
@@ -528,7 +540,7 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	stopStreams()
 	<-streamsDone
 
-	adm, err := b.admissionTimes(ctx)
+	adm, err := b.admissionTimes(ctx, b.sale)
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p
@@ -641,6 +653,12 @@ func (b *Bench) startSeatMaps(ctx context.Context) *seatMaps {
 	return m
 }
 
+// loadPage gets the seat map page at rawURL as fan f's browser does
+// (HTML, Chromium's Accept-Encoding; the body as sent).
+func loadPage(ctx context.Context, c *http.Client, rawURL string, f *Fan) (answer, error) {
+	return send(ctx, c, http.MethodGet, rawURL, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: "+pageEncodings)
+}
+
 // load queues fan i's seat map.
 func (m *seatMaps) load(i int) { m.queue <- i }
 
@@ -648,7 +666,7 @@ func (m *seatMaps) load(i int) { m.queue <- i }
 func (m *seatMaps) fetch(ctx context.Context, f *Fan) {
 	var etag string
 	m.cold.Time(func() string {
-		a, err := send(ctx, m.b.client, http.MethodGet, m.url, f, nil, "text/html,application/xhtml+xml", "Accept-Encoding: "+pageEncodings)
+		a, err := loadPage(ctx, m.b.client, m.url, f)
 		if err == nil && a.Status == http.StatusOK {
 			etag = a.Header.Get("ETag")
 			m.coldBytes.Add(int64(len(a.Body)))

@@ -32,11 +32,11 @@ type viewSeat struct {
 	taken        bool
 }
 
-// newSeatView reads the event's seats and grades from PostgreSQL (set-up:
-// the seat map never changes once the event exists).
-func (b *Bench) newSeatView(ctx context.Context) (*seatView, error) {
+// newSeatView reads event's seats and grades from PostgreSQL (set-up: the
+// seat map never changes once the event exists).
+func (b *Bench) newSeatView(ctx context.Context, event int64) (*seatView, error) {
 	v := &seatView{order: map[string][]int{}, index: map[string]int{}}
-	rows, err := b.db.Pool.Query(ctx, `SELECT code FROM grade WHERE event_id = $1 ORDER BY price DESC, code`, b.sale.EventID)
+	rows, err := b.db.Pool.Query(ctx, `SELECT code FROM grade WHERE event_id = $1 ORDER BY price DESC, code`, event)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (b *Bench) newSeatView(ctx context.Context) (*seatView, error) {
 		return nil, err
 	}
 	rows, err = b.db.Pool.Query(ctx, `SELECT label, grade FROM event_seat WHERE event_id = $1
-		ORDER BY row_label::int, section, number::int`, b.sale.EventID)
+		ORDER BY row_label::int, section, number::int`, event)
 	if err != nil {
 		return nil, err
 	}
@@ -197,21 +197,173 @@ func (v *seatView) takeGrade(g string) {
 	}
 }
 
-// buyRecorders are phase 4's steps, one per kind of request.
+// buyRecorders are the steps of fans buying, one per kind of request.
 type buyRecorders struct {
 	seats, holds, best, orders, pay, confirm, order *Recorder
 }
 
+// newBuyRecorders starts the steps of fans buying, their names after
+// prefix ("" in phase 4, "sell-out: " in phase 5).
+func newBuyRecorders(prefix string) buyRecorders {
+	return buyRecorders{
+		seats:   newRecorder(prefix+"GET /events/{id}/seats (whole seat map)", nil),
+		holds:   newRecorder(prefix+"POST /events/{id}/holds", nil),
+		best:    newRecorder(prefix+"POST /events/{id}/holds (best available: grade, quantity)", nil),
+		orders:  newRecorder(prefix+"POST /events/{id}/orders", nil),
+		pay:     newRecorder(prefix+"POST /sandbox-pg/checkout (action=pay)", nil),
+		confirm: newRecorder(prefix+"GET /payments/success (confirmation)", nil),
+		order:   newRecorder(prefix+"GET /orders/{id}", nil),
+	}
+}
+
 // buyTotals counts what the fans got, and the hold requests by kind: by
-// hand (a list of seats) and best available (a grade and a quantity).
+// hand (a list of seats) and best available (a grade and a quantity);
+// firstHeld and lastHeld are when the first and the last successful hold
+// was answered (Unix ns, 0 before any).
 type buyTotals struct {
 	held, confirmedOrders, confirmedSeats, raceLost, soldOut atomic.Int64
 	handAsked, bestAsked, bestHeld, notTogether              atomic.Int64
+	firstHeld, lastHeld                                      atomic.Int64
+}
+
+// sawHold records a successful hold answered at t.
+func (t *buyTotals) sawHold(at time.Time) {
+	ns := at.UnixNano()
+	for old := t.firstHeld.Load(); old == 0 || ns < old; old = t.firstHeld.Load() {
+		if t.firstHeld.CompareAndSwap(old, ns) {
+			break
+		}
+	}
+	for old := t.lastHeld.Load(); ns > old; old = t.lastHeld.Load() {
+		if t.lastHeld.CompareAndSwap(old, ns) {
+			break
+		}
+	}
+}
+
+// routes says which of the buying routes the binary has (phase 4 asks).
+type routes struct{ seats, holds, orders, sandbox bool }
+
+// buyer is one event's buying, shared by the fans who buy there: the
+// event, the fans' shared view of its seats, the steps' recorders and the
+// totals. Phase 4's buying loop and phase 5's sell-out each have one.
+type buyer struct {
+	b      *Bench
+	event  int64
+	view   *seatView
+	recs   buyRecorders
+	tot    buyTotals
+	routes routes
+}
+
+// newBuyer reads event's seats for the fans' shared view; the recorders'
+// names start with prefix.
+func (b *Bench) newBuyer(ctx context.Context, event int64, prefix string) (*buyer, error) {
+	view, err := b.newSeatView(ctx, event)
+	if err != nil {
+		return nil, fmt.Errorf("seat view: %w", err)
+	}
+	return &buyer{b: b, event: event, view: view, recs: newBuyRecorders(prefix), routes: b.routes}, nil
+}
+
+// refreshView has the observer (who must be admitted to the event) reload
+// the seat map (GET /events/{id}/seats, JSON) every -seat-map-refresh into
+// the shared view, until the returned function is called; that function
+// waits for the last reload.
+func (u *buyer) refreshView(ctx context.Context) func() {
+	if !u.routes.seats {
+		return func() {}
+	}
+	b := u.b
+	rctx, stop := context.WithCancel(ctx)
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		t := time.NewTicker(b.cfg.SeatMapRefresh)
+		defer t.Stop()
+		for {
+			var a answer
+			var err error
+			if u.recs.seats.Time(func() string {
+				a, err = call(rctx, b.client, http.MethodGet, b.url("/events/%d/seats", u.event), b.observer, nil)
+				return kind(a, err, http.StatusOK)
+			}) == kindOK {
+				u.view.update(a.Body)
+			}
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() {
+		stop()
+		<-refreshed
+	}
+}
+
+// addHoldSteps adds the hold requests' steps to p: the holds by hand,
+// and the best-available holds and seat map loads when there were any.
+func (u *buyer) addHoldSteps(p *Phase) {
+	u.b.addStep(p, u.recs.holds)
+	for _, r := range []*Recorder{u.recs.best, u.recs.seats} {
+		if r.Count() > 0 {
+			u.b.addStep(p, r)
+		}
+	}
+}
+
+// addPaySteps adds the checkout requests' steps that ran to p.
+func (u *buyer) addPaySteps(p *Phase) {
+	for _, r := range []*Recorder{u.recs.orders, u.recs.pay, u.recs.confirm, u.recs.order} {
+		if r.Count() > 0 {
+			u.b.addStep(p, r)
+		}
+	}
+}
+
+// figures adds what the fans got at the event to p (seats held, races
+// lost, seats sold in PostgreSQL of seats, orders the fans saw confirmed)
+// and returns the seats sold.
+func (u *buyer) figures(ctx context.Context, p *Phase, seats int) int {
+	var sold int
+	if err := u.b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, u.event).Scan(&sold); err != nil {
+		p.note("sold seats: " + err.Error())
+	}
+	tot := &u.tot
+	p.figure("held", fmt.Sprintf("%d seats held by the fans (%d by best available); %d fans found no seat left and sent nothing",
+		tot.held.Load(), tot.bestHeld.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
+	share := func(n, of int64) float64 {
+		if of == 0 {
+			return 0
+		}
+		return 100 * float64(n) / float64(of)
+	}
+	p.figure("lost races without best available", fmt.Sprintf("%d of %d hold requests choosing seats from the map (%.1f%%) lost a race (409 seat_taken) and were retried",
+		tot.raceLost.Load(), tot.handAsked.Load(), share(tot.raceLost.Load(), tot.handAsked.Load())), float64(tot.raceLost.Load()))
+	p.figure("lost races with best available", fmt.Sprintf("%d of %d best-available requests (share %.2f of the fans, -best-share) (%.1f%%) found no block of that size together (409 not_together) and asked again for fewer; none can lose a race for a seat",
+		tot.notTogether.Load(), tot.bestAsked.Load(), u.b.cfg.BestShare, share(tot.notTogether.Load(), tot.bestAsked.Load())), float64(tot.notTogether.Load()))
+	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
+		sold, seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
+	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
+	return sold
+}
+
+// sales returns when event's first and last seat was sold (sold_seat's
+// sold_at, PostgreSQL's clock); both nil when none was.
+func (b *Bench) sales(ctx context.Context, event int64) (first, last *time.Time, err error) {
+	err = b.db.Pool.QueryRow(ctx, `SELECT min(sold_at), max(sold_at) FROM sold_seat WHERE event_id = $1`, event).Scan(&first, &last)
+	return first, last, err
 }
 
 // outcomeGaveUp is the kind of a fan's hold that lost every race: no error
 // of the server.
 const outcomeGaveUp = "gave up after losing every race"
+
+// sellOutMeasured is the name of phase 4's figure of the sell-out through
+// the measurement steps.
+const sellOutMeasured = "sell-out through the measurement steps"
 
 // buying is phase 4: first the hold step (holdStep), which measures the
 // hold request alone; then two steps as a sale's first minutes go. Holding:
@@ -222,6 +374,8 @@ const outcomeGaveUp = "gave up after losing every race"
 // asks for the best available instead (holdBest). Paying: each fan with holds creates
 // the order, pays in the sandbox PG (POST /sandbox-pg/checkout action=pay),
 // follows the PG's redirect to /payments/success and reads the order.
+// Its sell-out time runs through the waiting phase's steps and the hold
+// step, which no real sale has (phase 5 times a sale as fans meet it).
 func (b *Bench) buying(ctx context.Context) *Phase {
 	p := b.phase("4. Holding and buying")
 	defer b.endPhase(p)
@@ -248,6 +402,7 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 	hasHolds, _ := probe(http.MethodPost, holdsURL, url.Values{})
 	hasOrders, _ := probe(http.MethodPost, ordersURL, url.Values{})
 	hasSandbox, _ := probe(http.MethodPost, b.url("/sandbox-pg/checkout"), url.Values{})
+	b.routes = routes{seats: hasSeats, holds: hasHolds, orders: hasOrders, sandbox: hasSandbox}
 	if !hasHolds {
 		p.Status = notAvailable("POST /events/{id}/holds")
 		return p
@@ -265,51 +420,15 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		}
 		p.note("paying not available (404): " + strings.Join(gone, ", ") + " not on this binary; fans only hold seats")
 	}
-	view, err := b.newSeatView(ctx)
+	u, err := b.newBuyer(ctx, id, "")
 	if err != nil {
-		p.Status = "failed: seat view: " + err.Error()
+		p.Status = "failed: " + err.Error()
 		return p
 	}
-	b.holdStep(ctx, p, view)
+	b.holdStep(ctx, p, u.view)
 
-	recs := buyRecorders{
-		seats:   newRecorder("GET /events/{id}/seats (whole seat map)", nil),
-		holds:   newRecorder("POST /events/{id}/holds", nil),
-		best:    newRecorder("POST /events/{id}/holds (best available: grade, quantity)", nil),
-		orders:  newRecorder("POST /events/{id}/orders", nil),
-		pay:     newRecorder("POST /sandbox-pg/checkout (action=pay)", nil),
-		confirm: newRecorder("GET /payments/success (confirmation)", nil),
-		order:   newRecorder("GET /orders/{id}", nil),
-	}
-	var tot buyTotals
 	deadline := time.Now().Add(b.cfg.BuyTimeout)
-	rctx, stopRefresh := context.WithCancel(ctx)
-	refreshed := make(chan struct{})
-	if hasSeats {
-		go func() {
-			defer close(refreshed)
-			t := time.NewTicker(b.cfg.SeatMapRefresh)
-			defer t.Stop()
-			for {
-				var a answer
-				var err error
-				if recs.seats.Time(func() string {
-					a, err = call(rctx, b.client, http.MethodGet, seatsURL, b.observer, nil)
-					return kind(a, err, http.StatusOK)
-				}) == kindOK {
-					view.update(a.Body)
-				}
-				select {
-				case <-rctx.Done():
-					return
-				case <-t.C:
-				}
-			}
-		}()
-	} else {
-		close(refreshed)
-	}
-
+	stopRefresh := u.refreshView(ctx)
 	n := len(b.fans)
 	holding := make([]bool, n)
 	holders := newRecorder(fmt.Sprintf("fans holding seats, closed loop, %d connections (one row per fan who tried, races included)", b.cfg.Conns),
@@ -317,20 +436,13 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		measureCPU(ctx, b.cpu, "fans holding (buying loop)")
 	prof := b.startProfile(ctx, "holding", min(b.cfg.BuyTimeout, 5*time.Second))
 	ClosedLoop(ctx, b.cfg.Conns, Counter(n, deadline), holders, func(ctx context.Context, i int) string {
-		k := b.hold(ctx, b.fans[i], view, recs, &tot, hasSeats)
+		k := u.hold(ctx, b.fans[i])
 		holding[i] = k == kindOK
 		return k
 	})
 	stopRefresh()
-	<-refreshed
 	b.addStep(p, holders)
-	b.addStep(p, recs.holds)
-	if recs.best.Count() > 0 {
-		b.addStep(p, recs.best)
-	}
-	if recs.seats.Count() > 0 {
-		b.addStep(p, recs.seats)
-	}
+	u.addHoldSteps(p)
 	prof()
 
 	if b.paid = hasOrders && hasSandbox; b.paid {
@@ -347,42 +459,21 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		pool0, poolErr := b.poolCounters(ctx)
 		activity := b.sampleActivity(ctx)
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
-			return b.pay(ctx, payers[i], recs, &tot)
+			return u.pay(ctx, payers[i])
 		})
 		b.payActivity = "PostgreSQL while the fans paid (pg_stat_activity every " + pgActivityEvery.String() + "): " + activity()
 		p.note(b.payActivity)
-		b.poolFigure(ctx, p, pool0, poolErr, tot.confirmedOrders.Load())
-		for _, r := range []*Recorder{buyers, recs.orders, recs.pay, recs.confirm, recs.order} {
-			if r.Count() > 0 {
-				b.addStep(p, r)
-			}
+		b.poolFigure(ctx, p, pool0, poolErr, u.tot.confirmedOrders.Load())
+		if buyers.Count() > 0 {
+			b.addStep(p, buyers)
 		}
-		b.ui.Done()
+		u.addPaySteps(p)
 		prof()
 	}
 
-	var sold int
-	if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM sold_seat WHERE event_id = $1`, id).Scan(&sold); err != nil {
-		p.note("sold seats: " + err.Error())
-	}
-	p.figure("held", fmt.Sprintf("%d seats held by the fans (%d by best available); %d fans found no seat left and sent nothing",
-		tot.held.Load(), tot.bestHeld.Load(), tot.soldOut.Load()), float64(tot.held.Load()))
-	share := func(n, of int64) float64 {
-		if of == 0 {
-			return 0
-		}
-		return 100 * float64(n) / float64(of)
-	}
-	p.figure("lost races without best available", fmt.Sprintf("%d of %d hold requests choosing seats from the map (%.1f%%) lost a race (409 seat_taken) and were retried",
-		tot.raceLost.Load(), tot.handAsked.Load(), share(tot.raceLost.Load(), tot.handAsked.Load())), float64(tot.raceLost.Load()))
-	p.figure("lost races with best available", fmt.Sprintf("%d of %d best-available requests (share %.2f of the fans, -best-share) (%.1f%%) found no block of that size together (409 not_together) and asked again for fewer; none can lose a race for a seat",
-		tot.notTogether.Load(), tot.bestAsked.Load(), b.cfg.BestShare, share(tot.notTogether.Load(), tot.bestAsked.Load())), float64(tot.notTogether.Load()))
-	p.figure("sold", fmt.Sprintf("%d of %d seats sold (PostgreSQL); the fans saw %d orders confirmed with %d seats",
-		sold, b.sale.Seats, tot.confirmedOrders.Load(), tot.confirmedSeats.Load()), float64(sold))
-	p.figure("confirmed by the fans", fmt.Sprintf("%d orders the fans saw CONFIRMED on their order pages", tot.confirmedOrders.Load()), float64(tot.confirmedOrders.Load()))
+	sold := u.figures(ctx, p, b.sale.Seats)
 	b.soldOut = sold == b.sale.Seats
-	var last *time.Time
-	if err := b.db.Pool.QueryRow(ctx, `SELECT max(sold_at) FROM sold_seat WHERE event_id = $1`, id).Scan(&last); err != nil {
+	if _, last, err := b.sales(ctx, id); err != nil {
 		p.note("sell-out time: " + err.Error())
 	} else if last != nil && !b.firstAdmission.IsZero() {
 		d := last.Sub(b.firstAdmission)
@@ -390,19 +481,19 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		if !b.soldOut {
 			what = fmt.Sprintf("not sold out: %d of %d seats sold, the last", sold, b.sale.Seats)
 		}
-		p.figure("sell-out", fmt.Sprintf("%s %.1f s after the first admission", what, d.Seconds()), d.Seconds())
+		p.figure(sellOutMeasured, fmt.Sprintf("%s %.1f s after the first admission, the measurement steps between (no real sale has them; phase 5 times the sale as fans meet it)", what, d.Seconds()), d.Seconds())
 		b.sellOutSplit = sellOutParts(p, b.firstAdmission, d)
 		p.note(b.sellOutSplit)
 	}
 	return p
 }
 
-// sellOutParts says how the sell-out's d (from first, the first admission,
-// to the last seat sold) splits into the steps that ran one after the
-// other: the time before phase p began (the waiting phase's steps, measured
-// after the first admission), p's hold step, its fans holding and its fans
-// paying, and what lies between them. Times are in seconds, from the
-// steps' Offset and Seconds.
+// sellOutParts says how the sell-out through the measurement steps, d
+// (from first, the first admission, to the last seat sold), splits into
+// the steps that ran one after the other: the time before phase p began
+// (the waiting phase's steps, measured after the first admission), p's
+// hold step, its fans holding and its fans paying, and what lies between
+// them. Times are in seconds, from the steps' Offset and Seconds.
 func sellOutParts(p *Phase, first time.Time, d time.Duration) string {
 	before := p.start.Sub(first).Seconds()
 	var holdFrom, holdTo float64 = -1, 0
@@ -419,20 +510,20 @@ func sellOutParts(p *Phase, first time.Time, d time.Duration) string {
 	holding, _ := p.step("fans holding")
 	paying, _ := p.step("fans paying")
 	rest := d.Seconds() - before - holdStep - holding.Seconds - paying.Seconds
-	return fmt.Sprintf("the sell-out's %.1f s, step by step: %.1f s after the first admission before this phase (the waiting phase's steps: position polls and seat map pages), %.1f s the hold step (every seat held and released, measured on its own), %.1f s fans holding, %.1f s fans paying, %.1f s between the steps",
+	return fmt.Sprintf("the sell-out through the measurement steps, %.1f s, step by step: %.1f s after the first admission before this phase (the waiting phase's steps: position polls and seat map pages), %.1f s the hold step (every seat held and released, measured on its own), %.1f s fans holding, %.1f s fans paying, %.1f s between the steps",
 		d.Seconds(), before, holdStep, holding.Seconds, paying.Seconds, rest)
 }
 
 // hold is one fan's hold: it returns kindOK when the fan holds seats,
 // outcomeGaveUp, kindSkip when the fan's view has no seat left (the fan
 // sends nothing), or the kind of the request that failed.
-func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecorders, tot *buyTotals, hasSeats bool) string {
-	id := b.sale.EventID
-	if hasSeats && rand.Float64() < b.cfg.SeatMapShare {
+func (u *buyer) hold(ctx context.Context, f *Fan) string {
+	b, recs, tot, view := u.b, u.recs, &u.tot, u.view
+	if u.routes.seats && rand.Float64() < b.cfg.SeatMapShare {
 		var a answer
 		var err error
 		if k := recs.seats.Time(func() string {
-			a, err = call(ctx, b.client, http.MethodGet, b.url("/events/%d/seats", id), f, nil)
+			a, err = call(ctx, b.client, http.MethodGet, b.url("/events/%d/seats", u.event), f, nil)
 			return kind(a, err, http.StatusOK)
 		}); k != kindOK {
 			return "seat map: " + k
@@ -441,7 +532,7 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 	}
 	want := weighted(wantWeights) + 1
 	if rand.Float64() < b.cfg.BestShare {
-		return b.holdBest(ctx, f, view, recs, tot, want)
+		return u.holdBest(ctx, f, want)
 	}
 	for range b.cfg.HoldRetries + 1 {
 		seats := view.pick(want)
@@ -453,10 +544,11 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 		var err error
 		tot.handAsked.Add(1)
 		k := recs.holds.Time(func() string {
-			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", id), f, url.Values{"seat": seats})
+			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", u.event), f, url.Values{"seat": seats})
 			return kind(a, err, http.StatusOK)
 		})
 		if k == kindOK {
+			tot.sawHold(time.Now())
 			view.take(seats)
 			tot.held.Add(int64(len(seats)))
 			return kindOK
@@ -481,7 +573,8 @@ func (b *Bench) hold(ctx context.Context, f *Fan, view *seatView, recs buyRecord
 // the view says has them. A 409 not_together asks again for fewer seats
 // (half, down to 1), or of another grade when none is left. It returns as
 // hold does.
-func (b *Bench) holdBest(ctx context.Context, f *Fan, view *seatView, recs buyRecorders, tot *buyTotals, want int) string {
+func (u *buyer) holdBest(ctx context.Context, f *Fan, want int) string {
+	b, recs, tot, view := u.b, u.recs, &u.tot, u.view
 	for range b.cfg.HoldRetries + 1 {
 		g := view.grade(want)
 		if g == "" {
@@ -492,11 +585,12 @@ func (b *Bench) holdBest(ctx context.Context, f *Fan, view *seatView, recs buyRe
 		var err error
 		tot.bestAsked.Add(1)
 		k := recs.best.Time(func() string {
-			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", b.sale.EventID), f,
+			a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/holds", u.event), f,
 				url.Values{"grade": {g}, "quantity": {strconv.Itoa(want)}})
 			return kind(a, err, http.StatusOK)
 		})
 		if k == kindOK {
+			tot.sawHold(time.Now())
 			var held struct {
 				Held []string `json:"held"`
 			}
@@ -527,7 +621,8 @@ func (b *Bench) holdBest(ctx context.Context, f *Fan, view *seatView, recs buyRe
 // PG's Pay and the PG's redirect back (the confirmation; both as the
 // browser sends them) and the order (JSON), which must say CONFIRMED. It
 // returns kindOK or the kind of the failing step.
-func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTotals) string {
+func (u *buyer) pay(ctx context.Context, f *Fan) string {
+	b, recs, tot := u.b, u.recs, &u.tot
 	var order struct {
 		OrderID     string `json:"order_id"`
 		CheckoutURL string `json:"checkout_url"`
@@ -535,7 +630,7 @@ func (b *Bench) pay(ctx context.Context, f *Fan, recs buyRecorders, tot *buyTota
 	var a answer
 	var err error
 	if k := recs.orders.Time(func() string {
-		a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/orders", b.sale.EventID), f, url.Values{})
+		a, err = call(ctx, b.client, http.MethodPost, b.url("/events/%d/orders", u.event), f, url.Values{})
 		return kind(a, err, http.StatusCreated)
 	}); k != kindOK {
 		return "order: " + k

@@ -470,7 +470,7 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 		}
 	}
 
-	how, err := b.setAdmission(ctx, false, b.cfg.AdmitRate)
+	how, err := b.setAdmission(ctx, b.sale.EventID, false, b.cfg.AdmitRate)
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p
@@ -486,7 +486,7 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 	}
 	stop()
 	<-done
-	adm, err := b.admissionTimes(ctx)
+	adm, err := b.admissionTimes(ctx, b.sale)
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p

@@ -49,41 +49,66 @@ type Sale struct {
 }
 
 // seed migrates the fresh database, seeds the demo (the 15,000-seat Inspire
-// Arena's event among it) and readies the arena's event for the bench: its
-// admission paused until the waiting phase and no cap on live entry tokens.
-func seed(ctx context.Context, db *store.DB) (Sale, error) {
+// Arena's event among it) and creates a second event of the arena through
+// the store (store.Events, as the demo creates its events: the same
+// grades, limits and sale window), for the sell-out phase. It readies both
+// for the bench: admission paused until their phase and no cap on live
+// entry tokens. It returns the demo's arena event (the measured steps'
+// sale) and the second (the sell-out's).
+func seed(ctx context.Context, db *store.DB) (sale, sellout Sale, err error) {
 	if err := db.Migrate(ctx); err != nil {
-		return Sale{}, err
+		return Sale{}, Sale{}, err
 	}
 	res, err := demo.Seed(ctx, db, demo.Options{Password: benchPassword, BcryptCost: bcrypt.MinCost})
 	if err != nil {
-		return Sale{}, err
+		return Sale{}, Sale{}, err
 	}
 	if res.Skipped.ID != "" {
-		return Sale{}, fmt.Errorf("seed: %s", res.Skipped)
+		return Sale{}, Sale{}, fmt.Errorf("seed: %s", res.Skipped)
 	}
-	var sale Sale
+	var arena *boxoffice.Event
 	for _, e := range res.Events {
 		if e.VenueName == demo.ArenaName {
-			sale.EventID, sale.Limit, sale.TokenTTL = e.ID, e.MaxPerAccount, e.TokenTTL
+			arena = e
 		}
 	}
-	if sale.EventID == 0 {
+	if arena == nil {
 		for _, v := range res.Venues {
 			for _, e := range res.Events {
 				if v.Name == demo.ArenaName && e.VenueID == v.ID {
-					sale.EventID, sale.Limit, sale.TokenTTL = e.ID, e.MaxPerAccount, e.TokenTTL
+					arena = e
 				}
 			}
 		}
 	}
-	if sale.EventID == 0 {
-		return Sale{}, fmt.Errorf("seed: no event at the Inspire Arena")
+	if arena == nil {
+		return Sale{}, Sale{}, fmt.Errorf("seed: no event at the Inspire Arena")
 	}
+	events := &store.Events{DB: db}
+	second, err := events.CreateEvent(ctx, arena.Input())
+	if err == nil {
+		second, err = events.PublishEvent(ctx, second.ID)
+	}
+	if err != nil {
+		return Sale{}, Sale{}, fmt.Errorf("seed: the sell-out's event: %w", err)
+	}
+	if sale, err = ready(ctx, db, arena); err != nil {
+		return Sale{}, Sale{}, err
+	}
+	if sellout, err = ready(ctx, db, second); err != nil {
+		return Sale{}, Sale{}, err
+	}
+	return sale, sellout, nil
+}
+
+// ready pauses the admission of event e, lifts its cap on live entry
+// tokens and returns it as a Sale, with its seats and the demo's admin.
+func ready(ctx context.Context, db *store.DB, e *boxoffice.Event) (Sale, error) {
+	sale := Sale{EventID: e.ID, Limit: e.MaxPerAccount, TokenTTL: e.TokenTTL}
 	if _, err := db.Pool.Exec(ctx, `UPDATE event SET admission_paused = true, max_shoppers = NULL WHERE id = $1`, sale.EventID); err != nil {
 		return Sale{}, fmt.Errorf("pause admission: %w", err)
 	}
-	err = db.Pool.QueryRow(ctx, `SELECT (SELECT id FROM account WHERE email = $1), (SELECT count(*) FROM event_seat WHERE event_id = $2)`,
+	err := db.Pool.QueryRow(ctx, `SELECT (SELECT id FROM account WHERE email = $1), (SELECT count(*) FROM event_seat WHERE event_id = $2)`,
 		demo.AdminEmail, sale.EventID).Scan(&sale.AdminID, &sale.Seats)
 	if err != nil {
 		return Sale{}, fmt.Errorf("seed: admin and seats: %w", err)
