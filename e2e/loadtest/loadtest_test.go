@@ -31,7 +31,7 @@ func TestBench_Smoke(t *testing.T) {
 	cfg := Config{
 		Mode: "bench", Binary: bin, Out: dir, Fans: 100, Conns: 16, Rates: []int{400}, OpenDuration: 200 * time.Millisecond,
 		MaxInFlight: 1000, AdmitRate: 2000, AdmissionTick: 100 * time.Millisecond, WaitTimeout: 15 * time.Second,
-		StreamSample: 10, SeatMapShare: 0, AdmittedMapShare: 0.05, SeatMapRefresh: time.Second, HoldRetries: 8, BestShare: 0.5, BuyTimeout: 15 * time.Second,
+		StreamSample: 10, SeatMapShare: 0, AdmittedMapShare: 0.05, SeatMapRefresh: time.Second, HoldRetries: 8, BestShare: 0.5, BuyTimeout: 15 * time.Second, SellOutPoll: 200 * time.Millisecond,
 		DatabaseURL: storetest.DatabaseURL(), RedisURL: storetest.RedisURL(),
 	}
 	ui := &UI{Out: testWriter{t}, Report: io.Discard}
@@ -46,8 +46,8 @@ func TestBench_Smoke(t *testing.T) {
 			t.Errorf("phase %s: %s, want it to run or name the missing endpoint", p.Name, p.Status)
 		}
 	}
-	if len(rep.Invariants) != len(invariant.Names()) {
-		t.Errorf("%d invariants checked, want %d", len(rep.Invariants), len(invariant.Names()))
+	if len(rep.Invariants) != 2*len(invariant.Names()) {
+		t.Errorf("%d invariants checked, want %d (both events)", len(rep.Invariants), 2*len(invariant.Names()))
 	}
 	for _, inv := range rep.Invariants {
 		if !inv.OK {
@@ -87,7 +87,7 @@ func TestBench_Smoke(t *testing.T) {
 		t.Errorf("best available: %+v, want some of the fans' seats held by it", st)
 	}
 	seen, _ := buying.figureValue("confirmed by the fans")
-	confirmed, _ := findPhase(rep, "5.").figureValue("confirmed orders")
+	confirmed, _ := findPhase(rep, "6.").figureValue("confirmed orders")
 	if seen != confirmed {
 		t.Errorf("the fans saw %v orders confirmed, PostgreSQL has %v", seen, confirmed)
 	}
@@ -97,6 +97,25 @@ func TestBench_Smoke(t *testing.T) {
 	}
 	if _, ok := buying.figureValue("pool while paying"); paid && !ok {
 		t.Errorf("no figure of the pool while paying (notes: %v), want the pool's acquisitions and waits", buying.Notes)
+	}
+	sellOut := findPhase(rep, "5.")
+	if sellOut.Status != "ran" {
+		t.Errorf("sell-out: %s, want it to run", sellOut.Status)
+		return
+	}
+	if got, _ := sellOut.figureValue("admitted"); int(got) != cfg.Fans {
+		t.Errorf("sell-out: %v fans admitted, want %d", got, cfg.Fans)
+	}
+	if st, _ := sellOut.step("sell-out: fans buying"); st.OK == 0 || st.OK != st.Requests {
+		t.Errorf("sell-out: %d of %d fans who tried got their seats (%v), want all of them", st.OK, st.Requests, st.Errors)
+	}
+	seen, _ = sellOut.figureValue("confirmed by the fans")
+	confirmed, _ = findPhase(rep, "6.").figureValue("sell-out: confirmed orders")
+	if seen != confirmed || paid && confirmed == 0 {
+		t.Errorf("sell-out: the fans saw %v orders confirmed, PostgreSQL has %v, want the same and some", seen, confirmed)
+	}
+	if _, ok := sellOut.figureValue("sell-out"); paid && !ok {
+		t.Errorf("sell-out: no sell-out time (notes: %v)", sellOut.Notes)
 	}
 }
 

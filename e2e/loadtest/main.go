@@ -25,8 +25,14 @@
 //     request alone (each admitted fan holds 1 to 4 seats picked by hand,
 //     no two fans the same) and one of the releases; then admitted fans
 //     hold 1 to 4 seats, mostly in the best sections, retry other seats when they lose a race (409), and pay
-//     through the sandbox PG, until the event sells out;
-//  5. invariants, from PostgreSQL and Redis.
+//     through the sandbox PG, until the event sells out (its sell-out
+//     time runs through the measurement steps);
+//  5. sell-out: a fresh event of the same arena sold as fans meet it: every
+//     fan joins its line, admission is let go at the same rate, and each
+//     fan, as its position poll (every 2 s) shows it admitted, loads the
+//     seat map page, holds and pays as in phase 4, while others still
+//     wait; timed from the first admission to the last seat sold;
+//  6. invariants, from PostgreSQL and Redis, for both events.
 //
 // Baselines in the same run: an echo server that answers "pong" under the
 // same generator and connection count, and go-redis loops of SET, ZADD and
@@ -76,6 +82,7 @@ type Config struct {
 	HoldRetries      int           `json:"hold_retries"`
 	BestShare        float64       `json:"best_share"`
 	BuyTimeout       time.Duration `json:"buy_timeout"`
+	SellOutPoll      time.Duration `json:"sellout_poll"`
 	SSEConns         int           `json:"sse_connections"`
 	SSEIPs           int           `json:"sse_source_addresses"`
 	Profile          bool          `json:"profile"`
@@ -113,6 +120,7 @@ func main() {
 	fs.IntVar(&cfg.HoldRetries, "hold-retries", 8, "how often a fan who lost a race tries other seats")
 	fs.Float64Var(&cfg.BestShare, "best-share", 0.5, "share of fans that ask for the best available (grade and quantity) instead of choosing seats from the map")
 	fs.DurationVar(&cfg.BuyTimeout, "buy-timeout", 6*time.Minute, "longest holding-and-buying phase (fans hold first, then pay: keep it near the event's 5-minute hold TTL)")
+	fs.DurationVar(&cfg.SellOutPoll, "sellout-poll", 2*time.Second, "sell-out phase: how often each waiting fan polls its position (the waiting page polls every 2 s when its stream fails)")
 	fs.IntVar(&cfg.SSEConns, "sse-conns", 10000, "-mode sse: concurrent SSE streams")
 	fs.IntVar(&cfg.SSEIPs, "sse-ips", 16, "-mode sse: loopback source addresses (127.0.0.2 ...) the streams are spread over; the server takes STREAMS_PER_ADDRESS (1,000 by default) from each, so 10,000 streams need at least 10")
 	fs.BoolVar(&cfg.Profile, "profile", true, "take CPU profiles of the server (PPROF_ADDR) during the measured steps")
