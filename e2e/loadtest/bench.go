@@ -390,21 +390,34 @@ func (b *Bench) setAdmission(ctx context.Context, event int64, paused bool, rate
 // admissionTimes reads when each fan was admitted to sale, from its live
 // entry tokens in Redis (store.Queue: entry:live:{e}, account -> the token's
 // expiry in Unix ms on Redis's clock, set to the admission time plus the
-// token TTL).
+// token TTL). A fan who has left (bought: the score is then 1) has no
+// admission time any more and is left out.
 func (b *Bench) admissionTimes(ctx context.Context, sale Sale) (map[int64]time.Time, error) {
-	zs, err := b.rdb.ZRangeWithScores(ctx, fmt.Sprintf("%sentry:live:{%d}", b.srv.RedisPrefix, sale.EventID), 0, -1).Result()
+	out := map[int64]time.Time{}
+	_, err := b.readAdmissions(ctx, sale, 1, out)
+	return out, err
+}
+
+// readAdmissions adds to out the admission times of sale's live entry
+// tokens whose expiry (Unix ms) is above after, as admissionTimes reads
+// them, and returns the highest expiry read (after when none).
+func (b *Bench) readAdmissions(ctx context.Context, sale Sale, after float64, out map[int64]time.Time) (float64, error) {
+	zs, err := b.rdb.ZRangeByScoreWithScores(ctx, fmt.Sprintf("%sentry:live:{%d}", b.srv.RedisPrefix, sale.EventID),
+		&redis.ZRangeBy{Min: "(" + strconv.FormatFloat(after, 'f', -1, 64), Max: "+inf"}).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read admissions: %w", err)
+		return after, fmt.Errorf("read admissions: %w", err)
 	}
-	out := make(map[int64]time.Time, len(zs))
 	for _, z := range zs {
+		after = max(after, z.Score)
 		id, err := strconv.ParseInt(fmt.Sprint(z.Member), 10, 64)
 		if err != nil {
 			continue
 		}
-		out[id] = time.UnixMilli(int64(z.Score)).Add(-sale.TokenTTL)
+		if _, ok := out[id]; !ok {
+			out[id] = time.UnixMilli(int64(z.Score)).Add(-sale.TokenTTL)
+		}
 	}
-	return out, nil
+	return after, nil
 }
 
 // position is the part of the join and status answers the bench reads.

@@ -82,6 +82,7 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 		return p
 	}
 	stopRefresh := u.refreshView(ctx)
+	stopWatch := b.watchAdmissions(ctx, ev)
 	admitted := make(chan int, n)
 	go func() {
 		defer close(admitted)
@@ -130,7 +131,7 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 	u.addHoldSteps(p)
 	u.addPaySteps(p)
 
-	adm, err := b.admissionTimes(ctx, ev)
+	adm, err := stopWatch()
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p
@@ -160,6 +161,45 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 	p.figure("sell-out", fmt.Sprintf("%s %.1f s after the event's first admission", what, d.Seconds()), d.Seconds())
 	p.note(sellOutTimeline(ts[0], ts[len(ts)-1], unixTime(u.tot.firstHeld.Load()), unixTime(u.tot.lastHeld.Load()), *firstSold, *lastSold))
 	return p
+}
+
+// admissionWatch is how often watchAdmissions reads the new admissions.
+const admissionWatch = 200 * time.Millisecond
+
+// watchAdmissions reads sale's new admissions (readAdmissions, those above
+// the highest expiry read so far) every admissionWatch until the returned
+// function is called, which reads once more and returns them all: a fan's
+// admission time is gone from Redis once it has bought, so it must be read
+// while the fan still shops. A fan admitted and gone between two reads is
+// missed; the observer, admitted first, never leaves, so the first
+// admission is always read.
+func (b *Bench) watchAdmissions(ctx context.Context, sale Sale) func() (map[int64]time.Time, error) {
+	adm := map[int64]time.Time{}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		var after float64 = 1
+		var err error
+		t := time.NewTicker(admissionWatch)
+		defer t.Stop()
+		for {
+			if after, err = b.readAdmissions(wctx, sale, after, adm); err != nil && wctx.Err() == nil {
+				done <- err
+				return
+			}
+			select {
+			case <-wctx.Done():
+				_, err = b.readAdmissions(ctx, sale, after, adm)
+				done <- err
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() (map[int64]time.Time, error) {
+		stop()
+		return adm, <-done
+	}
 }
 
 // unixTime is the time of Unix ns, zero for 0.
