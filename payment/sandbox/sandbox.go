@@ -127,7 +127,9 @@ type Config struct {
 	// the webhooks' createdAt); nil means time.Now. Webhook scheduling uses
 	// the real clock, since it waits on timers.
 	Now func() time.Time
-	// HTTP sends the webhooks; nil means a client with a 10 s timeout.
+	// HTTP sends the webhooks; nil means a client with a 10 s timeout that
+	// keeps its connections to WebhookURL open between deliveries
+	// (toss.KeepAliveTransport), since a sale sends hundreds at once.
 	HTTP *http.Client
 	// Logger logs webhook failures and database errors; nil means slog.Default().
 	Logger *slog.Logger
@@ -219,7 +221,7 @@ func New(ctx context.Context, cfg Config) (*Sandbox, error) {
 		cfg.Now = time.Now
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{Timeout: 10 * time.Second}
+		cfg.HTTP = &http.Client{Timeout: 10 * time.Second, Transport: toss.KeepAliveTransport()}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

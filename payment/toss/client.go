@@ -37,14 +37,19 @@ const maxAnswerBytes = 1 << 20
 // maxIdlePerHost connections to the PG open between calls (net/http keeps
 // 2), so that a sale's confirmations, hundreds at once, reuse connections
 // instead of opening (and, at Toss, a TLS handshake) one per call.
-var defaultHTTP = &http.Client{Timeout: 30 * time.Second, Transport: keepAliveTransport()}
+var defaultHTTP = &http.Client{Timeout: 30 * time.Second, Transport: KeepAliveTransport()}
 
-// maxIdlePerHost is how many idle connections to the PG defaultHTTP keeps.
+// maxIdlePerHost is how many idle connections to one host
+// KeepAliveTransport keeps.
 const maxIdlePerHost = 128
 
-// keepAliveTransport is net/http's default transport keeping
-// maxIdlePerHost idle connections per host.
-func keepAliveTransport() *http.Transport {
+// KeepAliveTransport returns a new copy of net/http's default transport
+// that keeps up to 128 idle connections per host (net/http keeps 2), for a
+// client that makes hundreds of calls at once to one host: the PG's API
+// (defaultHTTP), or the app's webhook URL for the sandbox PG's deliveries.
+// Beyond the second call at once, net/http's default opens a connection
+// for each call and closes it after.
+func KeepAliveTransport() *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.MaxIdleConns = maxIdlePerHost
 	t.MaxIdleConnsPerHost = maxIdlePerHost
