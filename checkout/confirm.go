@@ -77,6 +77,14 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
+	return s.confirmOnce(ctx, orderID, paymentKey, redirect, false)
+}
+
+// confirmOnce is Confirm after its argument checks: a call for one order
+// and payment waits for the one under way on this Service, and takes its
+// settled result, or confirms (confirm). webhook says the call is a
+// webhook's (ConfirmWebhook).
+func (s *Service) confirmOnce(ctx context.Context, orderID, paymentKey string, redirect *int64, webhook bool) (*boxoffice.Confirmation, error) {
 	call, first := s.startConfirm(orderID, paymentKey)
 	if !first {
 		if s.joining != nil {
@@ -90,11 +98,11 @@ func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redir
 		if c := call.result; c != nil && settled(c, redirect) {
 			return c, nil
 		}
-		return s.confirm(ctx, orderID, paymentKey, redirect)
+		return s.confirm(ctx, orderID, paymentKey, redirect, webhook)
 	}
 	var c *boxoffice.Confirmation
 	defer func() { s.endConfirm(orderID, paymentKey, call, c) }()
-	c, err := s.confirm(ctx, orderID, paymentKey, redirect)
+	c, err := s.confirm(ctx, orderID, paymentKey, redirect, webhook)
 	if err != nil {
 		c = nil
 	}
@@ -147,9 +155,20 @@ func settled(c *boxoffice.Confirmation, redirect *int64) bool {
 	return redirect == nil || *redirect == c.Order.Amount.Amount
 }
 
-// confirm is Confirm's work for one call.
-func (s *Service) confirm(ctx context.Context, orderID, paymentKey string, redirect *int64) (*boxoffice.Confirmation, error) {
+// confirm is Confirm's work for one call. A webhook's call (webhook true)
+// returns a payment recorded confirmed or refunded for the order as it is,
+// and otherwise looks the payment up at the PG (verifyWebhook) before
+// anything else.
+func (s *Service) confirm(ctx context.Context, orderID, paymentKey string, redirect *int64, webhook bool) (*boxoffice.Confirmation, error) {
 	o, rec, err := s.Orders.OrderAndPayment(ctx, orderID, paymentKey)
+	if webhook {
+		if err == nil && rec != nil && rec.OrderID == o.ID && (rec.Outcome == boxoffice.PaymentConfirmed || rec.Outcome == boxoffice.PaymentRefunded) {
+			return store.Confirmation(o, paymentKey, rec), nil
+		}
+		if verr := s.verifyWebhook(ctx, orderID, paymentKey); verr != nil {
+			return nil, verr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -212,8 +231,14 @@ func (s *Service) confirm(ctx context.Context, orderID, paymentKey string, redir
 
 // ConfirmWebhook handles a PAYMENT_STATUS_CHANGED webhook that names
 // paymentKey and orderID. Webhooks carry no signature, so it trusts nothing
-// of the body: it looks the payment up at the PG with the secret key and
-// confirms what the PG says (Confirm, without a redirect amount).
+// of the body but the two names: it confirms as Confirm does (without a
+// redirect amount), and before it acts on the payment it looks it up at the
+// PG with the secret key (verifyWebhook). A payment already settled for
+// the order needs no look-up, since nothing is done: the result recorded
+// confirmed or refunded, or the settled result of the confirmation under
+// way for the same order and payment on this Service (the success
+// redirect's, which the PG's webhook races: that call confirmed and looked
+// the payment up itself) is answered as it is, as Confirm answers a repeat.
 //
 // Errors: EUNAUTHORIZED when the PG does not know the payment or it belongs
 // to another order (a forged or mistaken webhook); EUNAVAILABLE while the PG
@@ -222,18 +247,25 @@ func (s *Service) ConfirmWebhook(ctx context.Context, paymentKey, orderID string
 	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")
 	}
+	return s.confirmOnce(ctx, orderID, paymentKey, nil, true)
+}
+
+// verifyWebhook looks a webhook's payment up at the PG (GET
+// /v1/payments/{paymentKey}, with the secret key): nil if the PG knows it
+// as orderID's. Errors as ConfirmWebhook's.
+func (s *Service) verifyWebhook(ctx context.Context, orderID, paymentKey string) error {
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
 	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
-		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
+		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
 	case boxoffice.IsPGTemporary(err):
-		return nil, fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
+		return fmt.Errorf("%w (look up: %v)", errPGUnavailable, err)
 	case err != nil:
-		return nil, fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
+		return fmt.Errorf("%w (look up payment %s: %v)", errPGRefused, paymentKey, err)
 	case p.OrderID != orderID || p.PaymentKey != paymentKey:
-		return nil, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
+		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
 	}
-	return s.Confirm(ctx, p.OrderID, p.PaymentKey, nil)
+	return nil
 }
 
 // failTampered fails the order because the redirect said another amount

@@ -17,21 +17,27 @@ import (
 // The round trips to PostgreSQL of one paid order, step by step, as the
 // app makes them (README, "Where the paying phase waits"): the checkout
 // (CreateOrder), the success redirect's confirmation, the PG's webhook for
-// the same payment, and the order page. The sandbox PG's own statements
+// the same payment, and the order page; and the app's HTTP calls to the PG
+// (confirms and look-ups) in each. The sandbox PG's own statements
 // are not counted here (a pool of their own): payment/sandbox's
 // TestSandbox_CommitsPerPayment counts its commits and statements per
 // payment. The wants are what each step
 // costs now, in round trips and in statements (README, "PostgreSQL's work
-// per paid order"): a change that adds one fails here.
+// per paid order") and in calls to the PG (README, "The paying path's CPU
+// in the server": the webhook of a payment recorded confirmed looks
+// nothing up): a change that adds one fails here.
 func TestPaidOrder_RoundTrips(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 4)
 	trips := env.CountTrips(t, 0)
 	ctx := context.Background()
+	pg := env.Gateway()
 	steps := []struct {
 		name             string
 		want, statements int64
-	}{{"checkout", 2, 12}, {"confirmation", 3, 15}, {"webhook", 1, 2}, {"order page", 1, 2}}
+		pgCalls          int64
+	}{{"checkout", 2, 12, 0}, {"confirmation", 3, 15, 2}, {"webhook", 1, 2, 0}, {"order page", 1, 2, 0}}
+	pgCalls := func() int64 { return pg.Confirms.Load() + pg.LookUps.Load() }
 	// The first order warms the statement caches and the sold-seat copy;
 	// the second is counted.
 	for round, seat := range []string{env.Event.R[0], env.Event.R[1]} {
@@ -40,24 +46,25 @@ func TestPaidOrder_RoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := make([]checkouttest.TripsSnapshot, len(steps))
-		before := trips.Snapshot()
+		gotPG := make([]int64, len(steps))
+		before, pgBefore := trips.Snapshot(), pgCalls()
 		o, err := env.Orders.CreateOrder(ctx, env.Event.ID, acct)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[0] = trips.Snapshot().Sub(before)
+		got[0], gotPG[0] = trips.Snapshot().Sub(before), pgCalls()-pgBefore
 		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-		before = trips.Snapshot()
+		before, pgBefore = trips.Snapshot(), pgCalls()
 		c := env.MustRedirect(t, o.ID, key, amount)
-		got[1] = trips.Snapshot().Sub(before)
-		before = trips.Snapshot()
+		got[1], gotPG[1] = trips.Snapshot().Sub(before), pgCalls()-pgBefore
+		before, pgBefore = trips.Snapshot(), pgCalls()
 		if status := env.PostWebhook(t, &boxoffice.Payment{PaymentKey: key, OrderID: o.ID}, env.Clock.Now()); status != http.StatusOK {
 			t.Fatalf("webhook: status %d", status)
 		}
-		got[2] = trips.Snapshot().Sub(before)
-		before = trips.Snapshot()
+		got[2], gotPG[2] = trips.Snapshot().Sub(before), pgCalls()-pgBefore
+		before, pgBefore = trips.Snapshot(), pgCalls()
 		page := env.FindOrder(t, o.ID)
-		got[3] = trips.Snapshot().Sub(before)
+		got[3], gotPG[3] = trips.Snapshot().Sub(before), pgCalls()-pgBefore
 		checkouttest.WantOrder(t, c.Order, boxoffice.OrderConfirmed, "")
 		checkouttest.WantOrder(t, page, boxoffice.OrderConfirmed, "")
 		if len(page.Tickets) != 1 || c.Outcome != boxoffice.PaymentConfirmed {
@@ -68,7 +75,10 @@ func TestPaidOrder_RoundTrips(t *testing.T) {
 		}
 		var total, want, statements int64
 		for i, s := range steps {
-			t.Logf("%s: %d round trips, %d statements, %d connections acquired, held %v", s.name, got[i].RoundTrips, got[i].Statements, got[i].Acquires, got[i].Held)
+			t.Logf("%s: %d round trips, %d statements, %d connections acquired, held %v; %d calls to the PG", s.name, got[i].RoundTrips, got[i].Statements, got[i].Acquires, got[i].Held, gotPG[i])
+			if gotPG[i] != s.pgCalls {
+				t.Errorf("%s: %d calls to the PG, want %d", s.name, gotPG[i], s.pgCalls)
+			}
 			if got[i].RoundTrips != s.want {
 				t.Errorf("%s: %d round trips to PostgreSQL, want %d", s.name, got[i].RoundTrips, s.want)
 			}
@@ -140,7 +150,7 @@ func TestPaidOrder_WebhookDuringRedirect(t *testing.T) {
 		o := env.Order(t, env.Account(t), seat)
 		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 		before := trips.Snapshot()
-		c, w := redirectWithWebhook(t, env, o, key, amount)
+		c, w, pgCalls := redirectWithWebhook(t, env, o, key, amount)
 		got := trips.Snapshot().Sub(before)
 		if w.Status != http.StatusOK || w.Result != c {
 			t.Fatalf("round %d: webhook answered %d with %+v, want 200 with the redirect's result %+v", round, w.Status, w.Result, c)
@@ -149,9 +159,12 @@ func TestPaidOrder_WebhookDuringRedirect(t *testing.T) {
 		if c.Outcome != boxoffice.PaymentConfirmed || len(c.Order.Tickets) != 1 {
 			t.Fatalf("round %d: outcome %q, %d tickets", round, c.Outcome, len(c.Order.Tickets))
 		}
-		t.Logf("round %d: redirect and webhook: %d round trips, %d statements, %d connections acquired", round, got.RoundTrips, got.Statements, got.Acquires)
+		t.Logf("round %d: redirect and webhook: %d round trips, %d statements, %d connections acquired, %d calls to the PG", round, got.RoundTrips, got.Statements, got.Acquires, pgCalls)
 		if round == 1 && (got.RoundTrips != 3 || got.Statements != 15) {
 			t.Errorf("redirect and webhook: %d round trips and %d statements, want the confirmation's 3 and 15", got.RoundTrips, got.Statements)
+		}
+		if pgCalls != 2 {
+			t.Errorf("round %d: redirect and webhook: %d calls to the PG, want the confirmation's 2 (confirm, look-up)", round, pgCalls)
 		}
 	}
 	env.CheckInvariants(t)
@@ -166,7 +179,7 @@ func TestService_Confirm_WaitsOnlyForASettledResult(t *testing.T) {
 	env := checkouttest.New(t, 4)
 	o := env.Order(t, env.Account(t), env.Event.R[0])
 	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-	c, w := redirectWithWebhook(t, env, o, key, amount+1)
+	c, w, _ := redirectWithWebhook(t, env, o, key, amount+1)
 	checkouttest.WantOrder(t, c.Order, boxoffice.OrderFailed, boxoffice.ReasonAmountMismatch)
 	if c.Outcome != "" {
 		t.Fatalf("redirect: outcome %q, want none", c.Outcome)
@@ -184,10 +197,14 @@ func TestService_Confirm_WaitsOnlyForASettledResult(t *testing.T) {
 // amount and, while the redirect's confirmation waits for the PG's look-up
 // (after the PG's confirm), posts the PG's webhook for the payment; once
 // the webhook's confirmation waits for the redirect's, the look-up goes on.
-// It returns the redirect's result and the webhook's call.
-func redirectWithWebhook(t *testing.T, env *checkouttest.Env, o *boxoffice.Order, key string, amount int64) (*boxoffice.Confirmation, checkouttest.WebhookCall) {
+// It returns the redirect's result, the webhook's call and the calls to
+// the PG (confirms and look-ups) of both.
+func redirectWithWebhook(t *testing.T, env *checkouttest.Env, o *boxoffice.Order, key string, amount int64) (*boxoffice.Confirmation, checkouttest.WebhookCall, int64) {
 	t.Helper()
-	pg := &pausedPG{PaymentGateway: env.Checkout.PG, key: key, reached: make(chan struct{}), release: make(chan struct{})}
+	gw := env.Gateway()
+	pgBefore := gw.Confirms.Load() + gw.LookUps.Load()
+	pg := &pausedPG{PaymentGateway: gw, key: key, reached: make(chan struct{}), release: make(chan struct{})}
+	defer func() { env.Checkout.PG = gw }()
 	env.Checkout.PG = pg
 	joined := make(chan struct{})
 	checkout.SetJoining(env.Checkout, func(orderID, paymentKey string) {
@@ -223,7 +240,7 @@ func redirectWithWebhook(t *testing.T, env *checkouttest.Env, o *boxoffice.Order
 	if len(calls) != 1 {
 		t.Fatalf("%d webhooks handled, want 1", len(calls))
 	}
-	return c, calls[0]
+	return c, calls[0], gw.Confirms.Load() + gw.LookUps.Load() - pgBefore
 }
 
 // pausedPG is a PG whose first look-up of the payment key waits: it closes

@@ -82,10 +82,26 @@ type WebhookCall struct {
 }
 
 // Gateway is the PG the Service uses: the sandbox's client, whose refunds a
-// test can make fail as if the PG were unreachable (CancelDown).
+// test can make fail as if the PG were unreachable (CancelDown), and which
+// counts the Service's confirms and look-ups (the PG's HTTP calls of a
+// paid order: TestPaidOrder_RoundTrips).
 type Gateway struct {
 	*toss.Client
 	CancelDown atomic.Bool
+	// Confirms and LookUps count the calls of Confirm and GetPayment.
+	Confirms, LookUps atomic.Int64
+}
+
+// Confirm is the client's, counted.
+func (g *Gateway) Confirm(ctx context.Context, paymentKey, orderID string, amount boxoffice.Money) (*boxoffice.Payment, error) {
+	g.Confirms.Add(1)
+	return g.Client.Confirm(ctx, paymentKey, orderID, amount)
+}
+
+// GetPayment is the client's, counted.
+func (g *Gateway) GetPayment(ctx context.Context, paymentKey string) (*boxoffice.Payment, error) {
+	g.LookUps.Add(1)
+	return g.Client.GetPayment(ctx, paymentKey)
 }
 
 // Cancel is the client's, or a connection error while CancelDown is set.
