@@ -248,6 +248,31 @@ func TestService_ConfirmWebhook_Repeats(t *testing.T) {
 			t.Errorf("PG status %s after forged webhooks, want IN_PROGRESS", st)
 		}
 	})
+
+	// A webhook of a payment recorded confirmed answers its result with no
+	// look-up, but only for the order it was recorded for: one naming
+	// another order is looked up and refused, and changes nothing.
+	t.Run("ForgedOnAConfirmedPayment", func(t *testing.T) {
+		paid := env.Order(t, env.Account(t), env.Event.S[7])
+		key, amount := env.Pay(t, paid, sandbox.ScenarioWebhookNever)
+		env.MustRedirect(t, paid.ID, key, amount)
+		other := env.Order(t, env.Account(t), env.Event.S[8])
+		pg := env.Gateway()
+		lookUps := pg.LookUps.Load()
+		if _, err := env.Checkout.ConfirmWebhook(ctx, key, paid.ID); err != nil {
+			t.Fatalf("the paid order's webhook: %v", err)
+		}
+		if n := pg.LookUps.Load() - lookUps; n != 0 {
+			t.Errorf("the paid order's webhook looked the payment up %d times, want 0", n)
+		}
+		_, err := env.Checkout.ConfirmWebhook(ctx, key, other.ID)
+		storetest.WantError(t, err, boxoffice.EUNAUTHORIZED)
+		if n := pg.LookUps.Load() - lookUps; n != 1 {
+			t.Errorf("the other order's webhook: %d look-ups, want 1", n)
+		}
+		checkouttest.WantOrder(t, env.FindOrder(t, other.ID), boxoffice.OrderPendingPayment, "")
+		checkouttest.WantOrder(t, env.FindOrder(t, paid.ID), boxoffice.OrderConfirmed, "")
+	})
 	env.CheckInvariants(t)
 }
 
