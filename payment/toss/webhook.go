@@ -3,10 +3,7 @@ package toss
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/boxoffice/boxoffice"
@@ -59,13 +56,9 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 	if len(body) > MaxWebhookBytes {
 		return nil, ErrWebhookTooLarge
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
 	var ev WebhookEvent
-	if err := dec.Decode(&ev); err != nil {
+	if err := json.Unmarshal(body, &ev); err != nil { // data after the JSON value included
 		return nil, fmt.Errorf("%w: %v", ErrWebhookMalformed, err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: data after the JSON object", ErrWebhookMalformed)
 	}
 	if !readableJSON(body) {
 		return nil, fmt.Errorf("%w: a string holds a NUL byte or invalid UTF-8", ErrWebhookMalformed)
@@ -84,18 +77,27 @@ func ParseWebhook(body []byte) (*WebhookEvent, error) {
 
 // readableJSON reports whether body, a JSON text that decoded, is valid
 // UTF-8 (encoding/json would silently replace bad bytes) and none of its
-// strings, keys included, holds a NUL byte (written \u0000).
+// strings, keys included, holds a NUL byte. Valid JSON has no raw NUL (a
+// control character is refused in a string and is no token outside one),
+// so a NUL can only be written as the escape \u0000: a backslash that is
+// not itself escaped, that is the last of an odd run of backslashes,
+// followed by u0000. Backslashes appear in strings only, so the bytes tell
+// without decoding the text again.
 func readableJSON(body []byte) bool {
 	if !utf8.Valid(body) {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	for {
-		tok, err := dec.Token()
-		if err != nil {
+	for at := 0; ; at++ {
+		i := bytes.Index(body[at:], []byte(`u0000`))
+		if i < 0 {
 			return true
 		}
-		if s, ok := tok.(string); ok && strings.ContainsRune(s, 0) {
+		at += i
+		run := 0
+		for j := at - 1; j >= 0 && body[j] == '\\'; j-- {
+			run++
+		}
+		if run%2 == 1 {
 			return false
 		}
 	}

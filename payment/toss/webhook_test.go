@@ -62,11 +62,20 @@ func TestParseWebhook(t *testing.T) {
 			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"NULInIgnoredField", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk","orderId":"order-1","x\u0000":"y"}}`,
 			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
+		{"EscapedNULAfterEscapedBackslash", `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk","orderId":"order-1","x":"\\\u0000"}}`,
+			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"InvalidUTF8InOrderID", "{\"eventType\":\"PAYMENT_STATUS_CHANGED\",\"data\":{\"paymentKey\":\"pk\",\"orderId\":\"order-\xff\"}}",
 			toss.ErrWebhookMalformed, boxoffice.EBADREQUEST},
 		{"UnknownEventType", `{"eventType":"DEPOSIT_CALLBACK","data":{"paymentKey":"pk","orderId":"order-1"}}`,
 			toss.ErrUnknownEventType, boxoffice.EBADREQUEST},
 	}
+	// A backslash written as \\ before u0000 is text, not a NUL: accepted.
+	t.Run("EscapedBackslashBeforeU0000", func(t *testing.T) {
+		body := `{"eventType":"PAYMENT_STATUS_CHANGED","data":{"paymentKey":"pk","orderId":"order-1","x":"\\u0000","y":"u0000"}}`
+		if _, err := toss.ParseWebhook([]byte(body)); err != nil {
+			t.Fatalf("ParseWebhook(%s): %v, want it accepted", body, err)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev, err := toss.ParseWebhook([]byte(tt.body))
@@ -107,4 +116,16 @@ func FuzzParseWebhook(f *testing.F) {
 			t.Fatalf("error %v is not a *boxoffice.Error", err)
 		}
 	})
+}
+
+// BenchmarkParseWebhook parses Toss's example webhook, as the app does for
+// each webhook of a paid order (README, "The paying path's CPU in the
+// server").
+func BenchmarkParseWebhook(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := toss.ParseWebhook([]byte(tossWebhook)); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
