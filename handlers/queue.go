@@ -83,15 +83,29 @@ func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.
 		}
 	}
 	acct := boxoffice.AccountFromContext(c.Request().Context())
-	c.SetCookie(&http.Cookie{
+	var valueBuf, pathBuf [64]byte
+	v := append(append(valueBuf[:0], p.Epoch...), '.')
+	v = append(strconv.AppendInt(v, acct.ID, 10), '.')
+	v = append(strconv.AppendInt(v, seq, 10), '.')
+	v = strconv.AppendInt(v, int64(start), 10)
+	path := strconv.AppendInt(append(pathBuf[:0], "/events/"...), e.ID, 10)
+	path = append(path, "/queue"...)
+	// The cookie stays on the stack (echo's SetCookie hands it to an
+	// interface, which moves it to the heap) and its line is added as
+	// http.SetCookie adds it.
+	cookie := http.Cookie{
 		Name:     queuePlaceCookie,
-		Value:    p.Epoch + "." + strconv.FormatInt(acct.ID, 10) + "." + strconv.FormatInt(seq, 10) + "." + strconv.Itoa(start),
-		Path:     "/events/" + strconv.FormatInt(e.ID, 10) + "/queue",
+		Value:    string(v),
+		Path:     string(path),
 		MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueuePlaceAge)/time.Second), 1),
 		HttpOnly: true,
 		Secure:   s.Sessions.Cookie.Secure,
 		SameSite: http.SameSiteLaxMode,
-	})
+	}
+	if line := cookie.String(); line != "" {
+		h := c.Response().Header()
+		h["Set-Cookie"] = append(h["Set-Cookie"], line)
+	}
 }
 
 // progress returns how far the fan at p has come since this browser joined.
@@ -156,6 +170,55 @@ func positionJSON(p boxoffice.QueuePosition) positionAnswer {
 	return a
 }
 
+// answerPosition answers 200 with p as the join and status answers have it
+// (positionJSON), the same bytes answerJSON writes (its fields in the
+// struct's order, a newline after), appended by hand for a fan in line or
+// past it: encoding/json's encoder, the boxed answer and its reflection
+// over the struct were most of a waiting fan's poll beyond /healthz. A
+// pre-queue answer (its ticket a string to escape), a status that is not
+// plain lower case, ?pretty and echo's debug mode go through answerJSON.
+func answerPosition(c echo.Context, p boxoffice.QueuePosition) error {
+	a := positionJSON(p)
+	if a.Ticket != nil || a.Entrants != nil || !plainStatus(a.Status) || c.Request().URL.RawQuery != "" || c.Echo().Debug {
+		return answerJSON(c, http.StatusOK, a)
+	}
+	res := c.Response()
+	if h := res.Header(); len(h[echo.HeaderContentType]) == 0 {
+		h[echo.HeaderContentType] = jsonContentType
+	}
+	res.Status = http.StatusOK
+	_, err := res.Write(a.appendJSON(make([]byte, 0, 96)))
+	return err
+}
+
+// appendJSON appends a as encoding/json's Encoder writes it when it has no
+// ticket nor entrants and a plainStatus: {"ahead":…,"eta_seconds":…,
+// "paused":…,"position":…,"status":"…"} and a newline.
+func (a positionAnswer) appendJSON(b []byte) []byte {
+	b = append(b, `{"ahead":`...)
+	b = strconv.AppendInt(b, int64(a.Ahead), 10)
+	b = append(b, `,"eta_seconds":`...)
+	b = strconv.AppendInt(b, a.ETASeconds, 10)
+	b = append(b, `,"paused":`...)
+	b = strconv.AppendBool(b, a.Paused)
+	b = append(b, `,"position":`...)
+	b = strconv.AppendInt(b, int64(a.Position), 10)
+	b = append(b, `,"status":"`...)
+	b = append(b, a.Status...)
+	return append(b, "\"}\n"...)
+}
+
+// plainStatus reports whether status is lower-case ASCII letters and
+// underscores (every boxoffice.Queue* status), which JSON writes unescaped.
+func plainStatus(status string) bool {
+	for i := 0; i < len(status); i++ {
+		if b := status[i]; (b < 'a' || b > 'z') && b != '_' {
+			return false
+		}
+	}
+	return true
+}
+
 // handleQueueJoin handles POST /events/:id/queue: the account takes a place
 // in line, or keeps the one it has (CONTRACT.md), in one Redis round trip
 // (the join script); the place goes into the place cookie, never into the
@@ -203,7 +266,7 @@ func (s *Server) handleQueueJoin(c echo.Context) error {
 	}
 	s.keepQueuePlace(c, e, p)
 	if wantsJSON(c) {
-		return answerJSON(c, http.StatusOK, positionJSON(p))
+		return answerPosition(c, p)
 	}
 	return c.Redirect(http.StatusSeeOther, fmt.Sprintf("/events/%d/queue", id))
 }
@@ -353,7 +416,7 @@ func (s *Server) handleQueueStatus(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		return answerJSON(c, http.StatusOK, positionJSON(p))
+		return answerPosition(c, p)
 	}
 	v, err := s.queueView(c.Request().Context(), e, p, err, pl)
 	if err != nil {
