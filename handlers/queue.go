@@ -165,7 +165,9 @@ func positionJSON(p boxoffice.QueuePosition) positionAnswer {
 	a := positionAnswer{Status: p.Status, Position: p.Position, Ahead: p.Ahead,
 		ETASeconds: int64(math.Ceil(p.ETA.Seconds())), Paused: p.Paused}
 	if p.Status == boxoffice.QueuePrequeue {
-		a.Ticket, a.Entrants = &p.Ticket, &p.Entrants
+		// copies, so that p itself stays off the heap on every other answer
+		ticket, entrants := p.Ticket, p.Entrants
+		a.Ticket, a.Entrants = &ticket, &entrants
 	}
 	return a
 }
