@@ -136,15 +136,16 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 			s.Sessions.ErrorFunc(res, r, err)
 			return nil
 		}
-		ctx = boxoffice.NewContextWithSessionKey(ctx, s.Sessions.GetString(ctx, sessSessionKey))
+		var account *boxoffice.Account
 		if id := s.Sessions.GetInt64(ctx, sessAccountID); id != 0 {
-			ctx = boxoffice.NewContextWithAccount(ctx, &boxoffice.Account{
+			account = &boxoffice.Account{
 				ID:    id,
 				Email: s.Sessions.GetString(ctx, sessEmail),
 				Name:  s.Sessions.GetString(ctx, sessName),
 				Role:  s.Sessions.GetString(ctx, sessRole),
-			})
+			}
 		}
+		ctx = boxoffice.NewContextWithSession(ctx, s.Sessions.GetString(ctx, sessSessionKey), account)
 		r = r.WithContext(ctx)
 		c.SetRequest(r)
 		res.Before(func() { s.saveSession(res.Writer, r) })
