@@ -145,7 +145,11 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 				Role:  s.Sessions.GetString(ctx, sessRole),
 			}
 		}
-		ctx = boxoffice.NewContextWithSession(ctx, s.Sessions.GetString(ctx, sessSessionKey), account)
+		if key := s.Sessions.GetString(ctx, sessSessionKey); key != "" || account != nil {
+			// a visitor's request carries no session value: a context
+			// without one reads as no key and no account
+			ctx = boxoffice.NewContextWithSession(ctx, key, account)
+		}
 		r = r.WithContext(ctx)
 		c.SetRequest(r)
 		res.Before(func() { s.saveSession(res.Writer, r) })
