@@ -72,3 +72,46 @@ func withPoolSize(t *testing.T, dsn string, n int) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
+
+// A pool's statements are planned once per connection: a statement on an
+// array (whose generic plan PostgreSQL's default finds dearer, so plans it
+// again for every call) runs its generic plan from the first call, unless
+// the URL asks for another plan_cache_mode.
+func TestOpenPool_GenericPlans(t *testing.T) {
+	ctx := context.Background()
+	dsn := withPoolSize(t, storetest.NewDatabaseURL(t), 1)
+	for _, tc := range []struct {
+		dsn          string
+		mode         string
+		customPlans  int64
+		genericPlans int64
+	}{
+		{dsn, "force_generic_plan", 0, 6},
+		{dsn + "&plan_cache_mode=auto", "auto", 6, 0},
+	} {
+		pool, err := store.OpenPool(ctx, tc.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		var mode string
+		if err := pool.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil {
+			t.Fatal(err)
+		}
+		const q = `SELECT count(*) FROM orders WHERE id = ANY($1)`
+		for range 6 {
+			if _, err := pool.Exec(ctx, q, []string{"no-such-order"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var custom, generic int64
+		err = pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements WHERE statement = $1`, q).Scan(&custom, &generic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode != tc.mode || custom != tc.customPlans || generic != tc.genericPlans {
+			t.Errorf("plan_cache_mode %s, %d custom and %d generic plans in 6 calls; want %s, %d and %d",
+				mode, custom, generic, tc.mode, tc.customPlans, tc.genericPlans)
+		}
+	}
+}
