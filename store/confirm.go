@@ -125,18 +125,51 @@ func Confirmation(o *boxoffice.Order, paymentKey string, rec *PaymentRecord) *bo
 	return c
 }
 
+// paymentLockSQL takes the transaction-level advisory lock of the payment
+// key $1: every transaction that records a payment takes it first
+// (insertPayment, lockForConfirmation), so that one recording a payment
+// waits for any other recording the same payment to end, and then sees
+// what it recorded. Its key is in the two-int4 space of advisory locks
+// (class paymentLockClass, the key's hashtext), apart from the bigint keys
+// of the outbox relay, the sandbox and goose; two payment keys with the
+// same hash only wait for each other. payment_key UNIQUE stays the final
+// guard: an INSERT of a payment recorded meanwhile fails.
+const paymentLockSQL = `SELECT pg_advisory_xact_lock(1, hashtext($1))`
+
+// insertPaymentSQL is the INSERT of a payment (key, order, amount, status,
+// outcome, reason, approval time, now), made under paymentLockSQL.
+const insertPaymentSQL = `
+	INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)`
+
+// queueInsertPayment queues insertPaymentSQL for the PG's payment p of the
+// order with an outcome and reason at now, followed by onConflict (an ON
+// CONFLICT clause, or "" for an INSERT that fails on a recorded payment).
+func queueInsertPayment(b *pgx.Batch, orderID string, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time, onConflict string) {
+	b.Queue(insertPaymentSQL+onConflict, p.PaymentKey, orderID, p.TotalAmount, p.Status, outcome, reason, p.ApprovedAt, now)
+}
+
 // insertPayment records the PG's payment for the order with an outcome, and
-// reports false (changing nothing) when it is recorded already. A
-// transaction recording the same payment waits for this one to end.
+// reports false (changing nothing) when it is recorded already, in one
+// round trip: it takes the payment's lock (paymentLockSQL), so that it
+// waits for a transaction recording the same payment to end.
 func insertPayment(ctx context.Context, tx pgx.Tx, orderID string, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason string, now time.Time) (bool, error) {
-	tag, err := tx.Exec(ctx, `
-		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (payment_key) DO NOTHING`,
-		p.PaymentKey, orderID, p.TotalAmount, p.Status, outcome, reason, p.ApprovedAt, now)
+	b := &pgx.Batch{}
+	b.Queue(paymentLockSQL, p.PaymentKey)
+	queueInsertPayment(b, orderID, p, outcome, reason, now, ` ON CONFLICT (payment_key) DO NOTHING`)
+	var inserted bool
+	err := sendBatch(ctx, tx, b, func(br pgx.BatchResults) error {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		tag, err := br.Exec()
+		inserted = tag.RowsAffected() == 1
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return inserted, nil
 }
 
 // insertDonePayment is insertPayment for a payment the PG reports DONE. If
@@ -168,47 +201,48 @@ func refundRejected(ctx context.Context, tx pgx.Tx, p *boxoffice.Payment, now ti
 
 // locked is what the confirmation transaction read under its locks.
 type locked struct {
-	inserted    bool // the payment was recorded by this transaction
-	tickets     int  // the account's bought tickets for the event
+	recorded    *boxoffice.PaymentOutcome // the payment's record by an earlier transaction (nil: none)
+	tickets     int                       // the account's bought tickets for the event
 	status      boxoffice.OrderStatus
 	failureCode string // why the order closed, if it did
 	limit       int    // the event's tickets per account
 }
 
 // lockForConfirmation starts the confirmation transaction on c, its
-// statements in one batch with BEGIN (one round trip): it records the DONE
-// payment as rejected (decided later in the transaction; payment_key
-// UNIQUE: a repeat waits for the first to end), then locks the account's
-// purchase_count row, then the order row, so that one account's
-// confirmations run one at a time, and reads what the decision needs.
-func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) (locked, error) {
+// statements in one batch with BEGIN (one round trip): it takes the
+// payment's lock (paymentLockSQL: a repeat waits for the first to end),
+// then the account's purchase_count row, then the order row, so that one
+// account's confirmations run one at a time, and reads what the decision
+// needs, the payment's record among it. The payment is recorded once, with
+// its decided outcome, when the transaction ends (sell, queueRefund), so
+// that its row and indexes are written once. The record is read by a
+// statement after the lock's, whose snapshot has every transaction that
+// held the lock before.
+func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment) (locked, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(`
-		INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, 'rejected', '', $5, $6, $6) ON CONFLICT (payment_key) DO NOTHING`,
-		p.PaymentKey, o.ID, p.TotalAmount, p.Status, p.ApprovedAt, now)
+	b.Queue(paymentLockSQL, p.PaymentKey)
 	queuePurchaseLock(b, o.EventID, o.AccountID)
 	// NO KEY UPDATE: the payment rows of other transactions hold KEY SHARE
 	// locks on the order (their foreign key), which FOR UPDATE would wait
 	// for while they wait for purchase_count: a deadlock.
 	b.Queue(`
-		SELECT o.status, o.failure_code, e.max_per_account FROM orders o JOIN event e ON e.id = o.event_id
-		WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID)
+		SELECT o.status, o.failure_code, e.max_per_account, (SELECT outcome FROM payment WHERE payment_key = $2)
+		FROM orders o JOIN event e ON e.id = o.event_id
+		WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID, p.PaymentKey)
 	var l locked
 	err := sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
 			return fmt.Errorf("begin: %w", err)
 		}
-		tag, err := br.Exec()
-		if err != nil {
-			return fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("lock payment %s: %w", p.PaymentKey, err)
 		}
-		l.inserted = tag.RowsAffected() == 1
+		var err error
 		if l.tickets, err = readPurchaseLock(br); err != nil {
 			return err
 		}
-		if err := br.QueryRow().Scan(&l.status, &l.failureCode, &l.limit); err != nil {
+		if err := br.QueryRow().Scan(&l.status, &l.failureCode, &l.limit, &l.recorded); err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
 		return nil
@@ -292,7 +326,7 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     batch on one connection (DB.inBatchTx): BEGIN and the locks
 //     (lockForConfirmation), then the sale or the refund with COMMIT (and,
 //     for a refund, the result's reads) (sell, refund):
-//     - record the payment (payment_key UNIQUE: a repeat waits for the
+//     - take the payment's lock (paymentLockSQL: a repeat waits for the
 //     first and then returns its result; a record of it as rejected, made
 //     while this confirm was under way at the PG, turns into a refund);
 //     - lock the account's purchase_count row, then the order row, so that
@@ -308,8 +342,9 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     - sold: move the order to CONFIRMED (a conditional UPDATE that fails
 //     the batch if the order is not payable), count the tickets in
 //     purchase_count, issue them (random UUIDs), write the outbox row,
-//     commit; not sold: record the payment refund_pending and move a
-//     payable order to REFUNDED with the reason, commit.
+//     record the payment confirmed, commit; not sold: record the payment
+//     refund_pending and move a payable order to REFUNDED with the reason,
+//     commit. The payment's row is written once, with its outcome.
 //  3. After the commit, in Redis: a sale is marked (Holds.MarkSold ends
 //     every hold on the seats, the claim included; if it fails, the claim
 //     keeps the seats from other accounts until the sold-seat cache's next
@@ -345,15 +380,17 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 	var bought int
 	var res *boxoffice.Confirmation
 	err := s.DB.inBatchTx(ctx, func(c *pgx.Conn) error {
-		l, err := lockForConfirmation(ctx, c, o, p, now)
+		l, err := lockForConfirmation(ctx, c, o, p)
 		if err != nil {
 			return err
 		}
-		if inserted = l.inserted; !inserted {
+		if inserted = l.recorded == nil; !inserted {
 			// Recorded by another call, which decided: a record of it as
 			// rejected becomes refund_pending (insertDonePayment).
 			b := &pgx.Batch{}
-			b.Queue(refundRejectedSQL, p.PaymentKey, p.Status, now)
+			if *l.recorded == boxoffice.PaymentRejected {
+				b.Queue(refundRejectedSQL, p.PaymentKey, p.Status, now)
+			}
 			b.Queue(`COMMIT`)
 			return sendBatch(ctx, c, b, func(pgx.BatchResults) error { return nil })
 		}
@@ -385,7 +422,7 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			}
 			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("sold to another order: %v", lost)
 		}
-		queueRefund(b, o.ID, p.PaymentKey, l.status, reason, detail, now)
+		queueRefund(b, o.ID, p, l.status, reason, detail, now)
 		b.Queue(`COMMIT`)
 		writes := b.Len()
 		queueOrderAndPayment(b, o.ID, p.PaymentKey)
@@ -441,14 +478,13 @@ func (s *Orders) soldBy(ctx context.Context, o *boxoffice.Order, paymentKey stri
 }
 
 // queueRefund queues, in the confirmation transaction, the decision that a
-// DONE payment sells nothing: the payment becomes refund_pending with the
-// reason, and a payable order REFUNDED (an order that failed or was given up
-// is refunded too, keeping its first reason; a confirmed order stays
-// confirmed). It queues one statement, or two when the order can become
-// REFUNDED.
-func queueRefund(b *pgx.Batch, orderID, paymentKey string, status boxoffice.OrderStatus, reason, detail string, now time.Time) {
-	b.Queue(`UPDATE payment SET outcome = 'refund_pending', reason = $2, updated_at = $3 WHERE payment_key = $1`,
-		paymentKey, reason, now)
+// DONE payment sells nothing: the payment is recorded refund_pending with
+// the reason, and a payable order becomes REFUNDED (an order that failed or
+// was given up is refunded too, keeping its first reason; a confirmed order
+// stays confirmed). It queues one statement, or two when the order can
+// become REFUNDED.
+func queueRefund(b *pgx.Batch, orderID string, p *boxoffice.Payment, status boxoffice.OrderStatus, reason, detail string, now time.Time) {
+	queueInsertPayment(b, orderID, p, boxoffice.PaymentRefundPending, reason, now, "")
 	if !status.CanBecome(boxoffice.OrderRefunded) {
 		return
 	}
@@ -466,7 +502,7 @@ func queueRefund(b *pgx.Batch, orderID, paymentKey string, status boxoffice.Orde
 // is UNIQUE per seat; in label order so that concurrent sales cannot
 // deadlock), the order CONFIRMED, the account's tickets counted, the
 // tickets issued (random UUIDs, made here so that the outbox row can name
-// them in the same batch), the outbox row, the payment confirmed, COMMIT.
+// them in the same batch), the outbox row, the payment recorded confirmed, COMMIT.
 // It returns the account's tickets for the event in all and the result
 // (soldResult: what the commit wrote, not read again). If a seat was sold already,
 // its insert fails, which skips the rest of the batch: the transaction goes
@@ -509,7 +545,7 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)`,
 		o.ID, o.EventID, now, ids, labels)
 	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
-	b.Queue(`UPDATE payment SET outcome = 'confirmed', updated_at = $2 WHERE payment_key = $1`, p.PaymentKey, now)
+	queueInsertPayment(b, o.ID, p, boxoffice.PaymentConfirmed, "", now, "")
 	b.Queue(`COMMIT`)
 
 	var bought int

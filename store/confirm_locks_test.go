@@ -256,3 +256,66 @@ func TestOrders_Confirm_StormAgainstRivals(t *testing.T) {
 	}
 	env.CheckInvariants(t)
 }
+
+// The payment's record is written once, under the payment's advisory lock,
+// by whichever of ConfirmPayment, RecordUnconfirmed and RecordUnsold takes
+// the lock first: 200 calls at once for one DONE payment, over many rounds,
+// none fails (no unique violation from a record made meanwhile), the
+// payment has one row, and the order and its seats agree with it. A
+// confirmation first sells and stays confirmed; a rejection first leaves
+// the order unsold and turns into refund_pending when a confirmation comes
+// after it; an unsold record first fails the order.
+func TestOrders_Confirm_StormAgainstRecords(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 40)
+	ctx := context.Background()
+	ev := env.Event
+	for round := range 12 {
+		buyer := env.Account(t)
+		seats := []string{ev.Labels[2*round], ev.Labels[2*round+1]}
+		o := env.Order(t, buyer, seats...)
+		key, _ := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		storetest.AtOnce(200, func(i int) {
+			var err error
+			switch {
+			case round%3 == 0 && i == 0, round%3 != 0 && i%4 != 0:
+				_, err = env.Orders.ConfirmPayment(ctx, o, p)
+			case round%3 == 1 && i%8 == 0:
+				_, err = env.Orders.RecordUnsold(ctx, o, p, boxoffice.ReasonSeatTaken, "attack")
+			default:
+				_, err = env.Orders.RecordUnconfirmed(ctx, o, p, boxoffice.PaymentRejected, boxoffice.ReasonPaymentFailed, "attack", false)
+			}
+			if err != nil {
+				t.Errorf("round %d caller %d: %v", round, i, err)
+			}
+		})
+		if n := env.Count(t, `SELECT count(*) FROM payment WHERE payment_key = $1`, key); n != 1 {
+			t.Fatalf("round %d: %d rows of payment %s, want 1", round, n, key)
+		}
+		outcome, _ := env.Outcome(t, key)
+		got := env.FindOrder(t, o.ID)
+		sold := env.Count(t, `SELECT count(*) FROM sold_seat WHERE order_id = $1`, o.ID)
+		switch outcome {
+		case boxoffice.PaymentConfirmed:
+			checkouttest.WantOrder(t, got, boxoffice.OrderConfirmed, "")
+			if sold != len(seats) {
+				t.Errorf("round %d: confirmed, %d seats sold, want %d", round, sold, len(seats))
+			}
+		case boxoffice.PaymentRefundPending:
+			// a record that sold nothing came first, and every confirmation
+			// after it turned a rejection into a refund
+			if got.Status == boxoffice.OrderConfirmed || sold != 0 {
+				t.Errorf("round %d: payment %s, order %s with %d seats sold", round, outcome, got.Status, sold)
+			}
+		default:
+			// every round confirms at least once, so a rejection cannot be
+			// the last word on a DONE payment
+			t.Errorf("round %d: payment recorded %q, want confirmed or refund_pending", round, outcome)
+		}
+	}
+	env.CheckInvariants(t)
+}
