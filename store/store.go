@@ -98,8 +98,7 @@ func newPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 
 // OpenPool opens a pool on dsn (a postgres:// URL; pool_max_conns in it
 // overrides the default of 8 connections, pool_min_conns the default of
-// keeping all of them open, plan_cache_mode the default of generic plans)
-// and checks that it answers within ctx. Close it
+// keeping all of them open) and checks that it answers within ctx. Close it
 // when done.
 func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -127,19 +126,6 @@ func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	// a TLS attempt without sslmode) while the rest queue behind it.
 	if !strings.Contains(dsn, "pool_min_conns") {
 		cfg.MinConns = cfg.MaxConns
-	}
-	// Each statement is planned once per connection (pgx prepares it on
-	// first use) and its generic plan reused, never planned again per call:
-	// PostgreSQL's default picks a custom plan for every call of a statement
-	// whose generic plan it estimates dearer, which for `= ANY($1)` over an
-	// array (an order's items, checkout's seats) is always, since it guesses
-	// ten elements; planning those took a third of PostgreSQL's CPU a paid
-	// order (README, "PostgreSQL's CPU per paid order"). The statements are
-	// written and indexed for their generic plans (partial indexes are
-	// matched by constants in the SQL, not parameters). plan_cache_mode in
-	// the URL overrides this.
-	if _, ok := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !ok {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
