@@ -81,8 +81,10 @@ type RefundService interface {
 	// ApplyPGCancels applies, once each, the refunds the PG reports for a
 	// payment of the order (made on its dashboard, or ours racing their
 	// webhook). Errors: EUNAUTHORIZED (the PG does not know the payment for
-	// that order), EUNAVAILABLE (the PG does not answer).
-	ApplyPGCancels(ctx context.Context, paymentKey, orderID string) error
+	// that order), EUNAVAILABLE (the PG does not answer). canceled reports
+	// whether the PG's record of the payment is CANCELED or PARTIAL_CANCELED
+	// (false: there was nothing to apply).
+	ApplyPGCancels(ctx context.Context, paymentKey, orderID string) (canceled bool, err error)
 	// FindRefunds returns the order's refunds, oldest first.
 	FindRefunds(ctx context.Context, orderID string) ([]Refund, error)
 }

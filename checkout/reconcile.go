@@ -96,7 +96,7 @@ func (s *Service) Reconcile(ctx context.Context) (ReconcileResult, error) {
 			continue
 		}
 		res.Canceled++
-		if err := s.ApplyPGCancels(ctx, r.PaymentKey, r.OrderID); err != nil {
+		if _, err := s.ApplyPGCancels(ctx, r.PaymentKey, r.OrderID); err != nil {
 			res.Failures++
 			s.logger().Warn("reconcile: apply the PG's cancels", "order_id", r.OrderID, "payment_key", r.PaymentKey, "err", err)
 		}

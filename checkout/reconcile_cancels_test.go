@@ -36,7 +36,7 @@ func TestService_Reconcile_PGCancels(t *testing.T) {
 				if i%2 == 0 {
 					_, err = svc.Reconcile(ctx)
 				} else {
-					err = svc.ApplyPGCancels(ctx, key, o.ID)
+					_, err = svc.ApplyPGCancels(ctx, key, o.ID)
 				}
 				if err != nil {
 					t.Errorf("round %d step %d: %v", round, step, err)

@@ -76,22 +76,24 @@ func (s *Service) ask(ctx context.Context, r store.PendingRefund) (*boxoffice.Re
 //     tickets adds up to is logged for an admin and left alone.
 //
 // Cancels of payments that sold nothing (the confirmation's own refunds)
-// change nothing. Errors: EUNAUTHORIZED when the PG does not know the
+// change nothing. canceled reports whether the PG's record of the payment
+// is CANCELED or PARTIAL_CANCELED (false: a webhook that said so was not
+// the PG's word, and nothing was applied). Errors: EUNAUTHORIZED when the PG does not know the
 // payment for that order; EUNAVAILABLE while the PG does not answer;
 // PostgreSQL's.
-func (s *Service) ApplyPGCancels(ctx context.Context, paymentKey, orderID string) error {
+func (s *Service) ApplyPGCancels(ctx context.Context, paymentKey, orderID string) (canceled bool, err error) {
 	p, err := s.PG.GetPayment(ctx, paymentKey)
 	switch {
 	case boxoffice.IsPGCode(err, boxoffice.PGNotFoundPayment):
-		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
+		return false, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_unknown_payment")
 	case boxoffice.IsPGTemporary(err):
-		return boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
+		return false, boxoffice.NewError(boxoffice.EUNAVAILABLE, "err_pg_unavailable")
 	case err != nil:
-		return fmt.Errorf("look up payment %s: %w", paymentKey, err)
+		return false, fmt.Errorf("look up payment %s: %w", paymentKey, err)
 	case p.OrderID != orderID || p.PaymentKey != paymentKey:
-		return boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
+		return false, boxoffice.NewError(boxoffice.EUNAUTHORIZED, "err_pg_other_order")
 	case p.Status != boxoffice.PaymentStatusCanceled && p.Status != boxoffice.PaymentStatusPartialCanceled:
-		return nil
+		return false, nil
 	}
 	for _, c := range p.Cancels {
 		var id string
@@ -103,7 +105,7 @@ func (s *Service) ApplyPGCancels(ctx context.Context, paymentKey, orderID string
 			id = "pg:" + c.TransactionKey
 			recorded, err := s.Refunds.RecordPGCancel(ctx, id, p, c)
 			if err != nil {
-				return err
+				return true, err
 			}
 			if !recorded {
 				continue
@@ -111,10 +113,10 @@ func (s *Service) ApplyPGCancels(ctx context.Context, paymentKey, orderID string
 		}
 		_, err := s.Refunds.Apply(ctx, id, p.Status)
 		if code := boxoffice.ErrorCode(err); err != nil && code != boxoffice.ENOTFOUND && code != boxoffice.ECONFLICT {
-			return err // ENOTFOUND, ECONFLICT: not a refund of ours, or one that failed: nothing to apply
+			return true, err // ENOTFOUND, ECONFLICT: not a refund of ours, or one that failed: nothing to apply
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // RetryPending asks the PG again about refunds pending for longer than
@@ -132,7 +134,7 @@ func (s *Service) RetryPending(ctx context.Context) (int, error) {
 	for _, r := range pending {
 		var err error
 		if r.Source == "pg" {
-			err = s.ApplyPGCancels(ctx, r.PaymentKey, r.OrderID)
+			_, err = s.ApplyPGCancels(ctx, r.PaymentKey, r.OrderID)
 		} else {
 			_, err = s.ask(ctx, r)
 		}

@@ -128,7 +128,7 @@ func TestService_Refund_Race(t *testing.T) {
 		var ok atomic.Int64
 		storetest.AtOnce(3*admins+webhooks, func(i int) {
 			if i >= 3*admins {
-				if err := refunds.ApplyPGCancels(ctx, key, o.ID); err != nil {
+				if _, err := refunds.ApplyPGCancels(ctx, key, o.ID); err != nil {
 					t.Errorf("round %d: webhook: %v", round, err)
 				}
 				return
@@ -279,7 +279,7 @@ func TestService_ApplyPGCancels(t *testing.T) {
 				t.Fatal(err)
 			}
 			storetest.AtOnce(webhooks, func(int) {
-				if err := refunds.ApplyPGCancels(ctx, key, o.ID); err != nil {
+				if _, err := refunds.ApplyPGCancels(ctx, key, o.ID); err != nil {
 					t.Errorf("round %d: webhook: %v", round, err)
 				}
 			})

@@ -383,6 +383,22 @@ func TestWebhook(t *testing.T) {
 			}
 		})
 	}
+	// A webhook that says CANCELED of a payment the PG still has DONE is
+	// answered with the outcome recorded: no refund is claimed or made.
+	canceled := strings.Replace(event(key, o.OrderID), `"status":"DONE"`, `"status":"CANCELED"`, 1)
+	resp, err := http.Post(app.URL+"/payments/webhook", "application/json", strings.NewReader(canceled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer struct{ Status, Outcome string }
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil || resp.StatusCode != http.StatusOK ||
+		answer.Status != "CONFIRMED" || answer.Outcome != string(boxoffice.PaymentConfirmed) {
+		t.Errorf("a CANCELED webhook of a payment the PG has DONE: %d %+v (%v), want 200 CONFIRMED, outcome confirmed", resp.StatusCode, answer, err)
+	}
+	resp.Body.Close()
+	if n := app.queryInt(t, `SELECT count(*) FROM refund`); n != 0 {
+		t.Errorf("%d refunds recorded, want none", n)
+	}
 	var got orderAnswer
 	if err := json.NewDecoder(c.do("GET", "/orders/"+o.OrderID, nil, "Accept: application/json").Body).Decode(&got); err != nil ||
 		got.Status != "CONFIRMED" || len(got.Tickets) != 1 {

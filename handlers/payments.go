@@ -128,7 +128,8 @@ func (s *Server) handlePaymentFail(c echo.Context) error {
 // payment of an order that is not ours, which no retry can change); for a
 // payment the PG reports CANCELED or PARTIAL_CANCELED, its refunds are
 // applied once each (RefundService.ApplyPGCancels) and the outcome is
-// "refunded"; 400 or
+// "refunded" (a webhook that says CANCELED of a payment the PG's record
+// does not is answered with the outcome recorded, like any other); 400 or
 // 413 for a body that is not a payment event; 401 when the PG does not know
 // the payment; 5xx while PostgreSQL or the PG do not answer, so that the PG
 // retries.
@@ -158,14 +159,17 @@ func (s *Server) handleWebhook(c echo.Context) error {
 	if st := ev.Data.Status; st == boxoffice.PaymentStatusCanceled || st == boxoffice.PaymentStatusPartialCanceled {
 		// A refund, ours or one made at the PG's dashboard: applied once,
 		// from the PG's own record of the payment.
-		if err := s.Refunds.ApplyPGCancels(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID); err != nil {
-			return err
-		}
-		o, err := s.Orders.FindOrderByID(c.Request().Context(), ev.Data.OrderID)
+		canceled, err := s.Refunds.ApplyPGCancels(c.Request().Context(), ev.Data.PaymentKey, ev.Data.OrderID)
 		if err != nil {
 			return err
 		}
-		return answerJSON(c, http.StatusOK, map[string]any{"order_id": o.ID, "status": o.Status, "outcome": boxoffice.PaymentRefunded})
+		if canceled {
+			o, err := s.Orders.FindOrderByID(c.Request().Context(), ev.Data.OrderID)
+			if err != nil {
+				return err
+			}
+			return answerJSON(c, http.StatusOK, map[string]any{"order_id": o.ID, "status": o.Status, "outcome": boxoffice.PaymentRefunded})
+		}
 	}
 	return answerJSON(c, http.StatusOK, map[string]any{"order_id": conf.Order.ID, "status": conf.Order.Status, "outcome": conf.Outcome})
 }
