@@ -310,14 +310,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	if sessionKey == "" {
 		return boxoffice.QueuePosition{}, errors.New("join queue: empty session key")
 	}
-	epoch, err := randomToken()
-	if err != nil {
-		return boxoffice.QueuePosition{}, err
-	}
-	token, err := randomToken()
-	if err != nil {
-		return boxoffice.QueuePosition{}, err
-	}
+	epoch, token := twoRandomTokens()
 	var drawAt int64
 	if !r.DrawAt.IsZero() {
 		if !boxoffice.ValidDrawTicket(r.Ticket) || len(r.Rank) != 64 {
@@ -975,6 +968,23 @@ func randomToken() (string, error) {
 		return "", fmt.Errorf("entry token: %w", err)
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// twoRandomTokens returns two independent tokens as randomToken makes them
+// (128 bits from crypto/rand each, base64url-encoded), from one draw of 256
+// bits and in one allocation: the join's new queue epoch and fresh entry
+// token, which its script uses only on a queue's first join, a draw or a
+// turn moved to another session, and which it cannot ask for without a
+// second round trip. crypto/rand's Read does not fail (Go 1.24).
+func twoRandomTokens() (string, string) {
+	const n = 22 // base64.RawURLEncoding.EncodedLen(tokenBytes)
+	var raw [2 * tokenBytes]byte
+	rand.Read(raw[:])
+	var text [2 * n]byte
+	base64.RawURLEncoding.Encode(text[:n], raw[:tokenBytes])
+	base64.RawURLEncoding.Encode(text[n:], raw[tokenBytes:])
+	s := string(text[:])
+	return s[:n], s[n:]
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
