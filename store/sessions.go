@@ -62,11 +62,14 @@ type Sessions struct {
 	sentinel string
 	instance string // this Sessions' id in its pings
 
-	mu      sync.Mutex
-	copies  *simplelru.LRU[string, *sessionCopy] // token -> copy
-	byValue map[string]*sessionCopy              // encoded value -> copy, for Decode
-	reads   map[string]uint64                    // token -> id of the read that may copy it
-	readID  uint64
+	mu     sync.Mutex
+	copies *simplelru.LRU[string, *sessionCopy] // token -> copy
+	// byEncoded finds a copy, for Decode, by the first byte of the encoded
+	// session that FindCtx handed out: Decode is given those bytes, not the
+	// token, and a slice's address names its copy without reading it.
+	byEncoded map[*byte]*sessionCopy
+	reads     map[string]uint64 // token -> id of the read that may copy it
+	readID    uint64
 	// The conditions of copying: subscribed to the channel, the sentinel's
 	// value known, and no ping late.
 	subscribed         bool
@@ -81,13 +84,12 @@ type Sessions struct {
 // sessionCopy is one session as the instance keeps it.
 type sessionCopy struct {
 	token string
-	value string // the encoded session, as stored in Redis
-	// encoded is value's bytes, handed to every request that finds the
-	// session without a copy each: scs only passes them to the codec's
-	// Decode, which reads them.
+	// encoded is the session as stored in Redis (never empty, never
+	// changed), handed to every request that finds the session without a
+	// copy each: scs only passes it to the codec's Decode, which reads it.
 	encoded  []byte
 	deadline time.Time
-	values   map[string]any // decoded from value; never changed: Decode hands out clones
+	values   map[string]any // decoded from encoded; never changed: Decode hands out clones
 }
 
 // DefaultMaxSessionCopies is how many sessions an instance keeps a copy of
@@ -128,20 +130,18 @@ func NewSessions(client redis.UniversalClient, prefix string, maxCopies int, reg
 	id := make([]byte, 8)
 	rand.Read(id)
 	s := &Sessions{
-		client:   client,
-		prefix:   prefix + "session:",
-		channel:  prefix + "session:changed",
-		sentinel: prefix + "session:epoch",
-		instance: hex.EncodeToString(id),
-		byValue:  map[string]*sessionCopy{},
-		reads:    map[string]uint64{},
-		now:      time.Now,
+		client:    client,
+		prefix:    prefix + "session:",
+		channel:   prefix + "session:changed",
+		sentinel:  prefix + "session:epoch",
+		instance:  hex.EncodeToString(id),
+		byEncoded: map[*byte]*sessionCopy{},
+		reads:     map[string]uint64{},
+		now:       time.Now,
 	}
 	var err error
 	s.copies, err = simplelru.NewLRU(maxCopies, func(_ string, c *sessionCopy) {
-		if s.byValue[c.value] == c {
-			delete(s.byValue, c.value)
-		}
+		delete(s.byEncoded, &c.encoded[0])
 	})
 	if err != nil {
 		return nil, fmt.Errorf("session copies: %w", err)
@@ -237,7 +237,7 @@ func (s *Sessions) FindCtx(ctx context.Context, token string) ([]byte, bool, err
 		s.endRead(token, id, nil)
 		return b, err != nil, nil
 	}
-	s.endRead(token, id, &sessionCopy{token: token, value: string(b), encoded: b, deadline: deadline, values: values})
+	s.endRead(token, id, &sessionCopy{token: token, encoded: b, deadline: deadline, values: values})
 	return b, true, nil
 }
 
@@ -263,7 +263,7 @@ func (s *Sessions) endRead(token string, id uint64, c *sessionCopy) {
 	if s.copies.Add(token, c) {
 		s.metrics.evictions.Inc()
 	}
-	s.byValue[c.value] = c
+	s.byEncoded[&c.encoded[0]] = c
 }
 
 // sessionScript writes or deletes a session and publishes its token, in one
@@ -515,13 +515,19 @@ func (sessionCodec) Encode(deadline time.Time, values map[string]any) ([]byte, e
 	return scs.GobCodec{}.Encode(deadline, values)
 }
 
-// Decode returns a copy of the values decoded once when b is a session the
-// copy holds, and decodes b (scs.GobCodec) otherwise.
+// Decode returns a copy of the values decoded once when b is the encoded
+// session of a copy the instance holds (the very bytes FindCtx handed out,
+// found by their address), and decodes b (scs.GobCodec) otherwise: equal
+// bytes read from Redis are decoded, which gives the same values. A copy
+// dropped (a change, a log-out, a lost Redis) is no longer found.
 func (c sessionCodec) Decode(b []byte) (time.Time, map[string]any, error) {
+	if len(b) == 0 {
+		return scs.GobCodec{}.Decode(b)
+	}
 	c.s.mu.Lock()
-	sc := c.s.byValue[string(b)]
+	sc := c.s.byEncoded[&b[0]]
 	c.s.mu.Unlock()
-	if sc != nil {
+	if sc != nil && len(sc.encoded) == len(b) {
 		return sc.deadline, maps.Clone(sc.values), nil
 	}
 	return scs.GobCodec{}.Decode(b)

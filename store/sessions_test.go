@@ -1,12 +1,15 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/alexedwards/scs/v2"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
@@ -176,6 +179,77 @@ func TestSessions_FindRacingDelete(t *testing.T) {
 		}
 		wg.Wait()
 		waitFor(t, logoutBound, "instance b ends "+token, func() bool { return find(t, b, token) == nil })
+	}
+}
+
+// Decode finds a copy by the bytes FindCtx handed out, not by the token:
+// while sessions change on another instance and hundreds of requests find
+// and decode them at once, every request decodes its own session, in the
+// version its bytes hold (what scs's gob decoding of them says), and gets
+// values of its own to change.
+func TestSessions_DecodeFindsItsOwnCopy(t *testing.T) {
+	t.Parallel()
+	r := storetest.MustOpenRedis(t)
+	a := startSessions(t, r.Client, r.Prefix, 0)
+	b := startSessions(t, r.Client, r.Prefix, 0)
+	const sessions, requests, rounds = 20, 200, 30
+	token := func(i int) string { return fmt.Sprintf("own-%d", i) }
+	for i := range sessions {
+		commit(t, a, token(i), map[string]any{"token": token(i), "version": int64(0)})
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	var changes sync.WaitGroup
+	changes.Go(func() {
+		for v := int64(1); ctx.Err() == nil; v++ {
+			i := int(v) % sessions
+			commit(t, a, token(i), map[string]any{"token": token(i), "version": v})
+			time.Sleep(time.Millisecond)
+		}
+	})
+	var wg sync.WaitGroup
+	for g := range requests {
+		wg.Go(func() {
+			for n := range rounds {
+				tok := token((g + n) % sessions)
+				enc, found, err := b.FindCtx(context.Background(), tok)
+				if err != nil || !found {
+					t.Errorf("find %s: %v, %v", tok, found, err)
+					return
+				}
+				_, got, err := b.Codec().Decode(enc)
+				if err != nil {
+					t.Errorf("decode %s: %v", tok, err)
+					return
+				}
+				_, want, err := scs.GobCodec{}.Decode(enc)
+				if err != nil {
+					t.Errorf("gob decode %s: %v", tok, err)
+					return
+				}
+				if !maps.Equal(got, want) || got["token"] != tok {
+					t.Errorf("%s decodes to %v, its bytes say %v", tok, got, want)
+					return
+				}
+				got["version"] = int64(-1) // scs changes the values it loaded
+			}
+		})
+	}
+	wg.Wait()
+	stop()
+	changes.Wait()
+	if hits := b.metric(t, "boxoffice_session_copy_hits_total"); hits == 0 {
+		t.Error("no request found its session in the copy")
+	}
+	for i := range sessions {
+		enc, _, err := b.FindCtx(context.Background(), token(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, v1, _ := b.Codec().Decode(enc)
+		_, v2, _ := b.Codec().Decode(bytes.Clone(enc))
+		if v1["version"] == int64(-1) || !maps.Equal(v1, v2) {
+			t.Errorf("%s: %v from the copy, %v from equal bytes", token(i), v1, v2)
+		}
 	}
 }
 
