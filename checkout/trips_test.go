@@ -259,3 +259,69 @@ func (g *pausedPG) GetPayment(ctx context.Context, paymentKey string) (*boxoffic
 	}
 	return g.PaymentGateway.GetPayment(ctx, paymentKey)
 }
+
+// The paying path's statements with an array of order ids or seat labels
+// keep their generic plan (README, "PostgreSQL's planning per paid
+// order"): after paid orders one after the other, no connection planned
+// the order's items reads or checkout's inserts a sixth time as a custom
+// plan, which PostgreSQL does when the generic plan is priced above the
+// custom ones (an array parameter is priced for ten elements).
+func TestPaidOrder_GenericPlans(t *testing.T) {
+	t.Parallel()
+	const orders = 12
+	env := checkouttest.New(t, 2*orders) // half of the seats are R
+	ctx := context.Background()
+	for i := range orders {
+		acct := env.Account(t)
+		if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}, []string{env.Event.R[i]}); err != nil {
+			t.Fatal(err)
+		}
+		o, err := env.Orders.CreateOrder(ctx, env.Event.ID, acct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		env.MustRedirect(t, o.ID, key, amount)
+		env.FindOrder(t, o.ID)
+	}
+	statements := map[string]string{
+		"items with tickets": `%FROM order_item i%ticket%`,
+		"items":              `%FROM order_item i%`,
+		"order insert":       `%INSERT INTO orders%`,
+		"items insert":       `%INSERT INTO order_item%`,
+	}
+	generic := map[string]int64{}
+	conns := env.DB.Pool.AcquireAllIdle(ctx)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for _, c := range conns {
+		for name, like := range statements {
+			rows, err := c.Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE $1 AND (statement LIKE '%ticket%') = ($2 = 'items with tickets')`, like, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				var stmt string
+				var g, custom int64
+				if err := rows.Scan(&stmt, &g, &custom); err != nil {
+					t.Fatal(err)
+				}
+				if custom > 5 {
+					t.Errorf("%s: %d custom plans on one connection (%d generic), want at most 5: %s", name, custom, g, stmt)
+				}
+				generic[name] += g
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for name := range statements {
+		if generic[name] == 0 {
+			t.Errorf("%s: no generic plan on any connection after %d paid orders", name, orders)
+		}
+	}
+}

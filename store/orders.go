@@ -256,12 +256,19 @@ func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, 
 // live orders (a payment that still arrives for one of them is refused or
 // refunded with that reason, boxoffice.ClosedReason). An order that was not
 // inserted changes nothing.
+//
+// The labels reach the seats' lookups as ARRAY(SELECT unnest(...)), an
+// InitPlan whose length the planner cannot see in either plan: a plain
+// ANY($n) is priced for the held seats (one to a few) in a custom plan and
+// for ten in the generic one, so PostgreSQL planned both inserts again on
+// every call; priced alike, the generic plan is kept after the fifth call,
+// the same index probe of event_seat_pkey for each label.
 func queueInsertOrder(b *pgx.Batch, eventID, accountID int64, id string, labels []string, name string, expiresAt, now time.Time) {
 	b.Queue(`
 		WITH items AS (
 			SELECT s.label, s.grade, g.price FROM event_seat s
 			JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
-			WHERE s.event_id = $2 AND s.label = ANY($4)
+			WHERE s.event_id = $2 AND s.label = ANY(ARRAY(SELECT unnest($4::text[])))
 		)
 		INSERT INTO orders (id, event_id, account_id, amount, currency, order_name, expires_at, created_at, updated_at)
 		SELECT $1, $2, $3, (SELECT sum(price) FROM items), e.currency, $5, $6, $7, $7
@@ -271,7 +278,7 @@ func queueInsertOrder(b *pgx.Batch, eventID, accountID int64, id string, labels 
 		INSERT INTO order_item (order_id, event_id, seat_label, grade, price)
 		SELECT $1, s.event_id, s.label, s.grade, g.price FROM event_seat s
 		JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
-		WHERE s.event_id = $2 AND s.label = ANY($3) AND EXISTS (SELECT 1 FROM orders WHERE id = $1)`, id, eventID, labels)
+		WHERE s.event_id = $2 AND s.label = ANY(ARRAY(SELECT unnest($3::text[]))) AND EXISTS (SELECT 1 FROM orders WHERE id = $1)`, id, eventID, labels)
 	b.Queue(`
 		UPDATE orders SET status = 'CANCELLED', failure_code = $3, failure_message = $4, updated_at = $5
 		WHERE account_id = $1 AND event_id = $2 AND status = ANY($6) AND id <> $7
@@ -431,15 +438,21 @@ func (s *Orders) loadDetails(ctx context.Context, q batcher, orders []*boxoffice
 // section, row and number, which readDetails reads. Tickets are issued for
 // their order's items only (Orders.sell), at most one live ticket a seat
 // (ticket_live_seat), so the items' rows carry every live ticket once. The
-// ticket is looked up per item (LATERAL, LIMIT 1: the subquery stays one):
-// as a plain join, the generic plan that pgx's cached statement gets after
-// its fifth use hashed every live ticket of the sale for each read.
+// ticket is looked up per item by ticket_live_seat's whole key (LATERAL,
+// LIMIT 1: the subquery stays one), a probe of one row whatever the
+// table's statistics say: as a plain join, the generic plan that pgx's
+// cached statement gets after its fifth use hashed every live ticket of the
+// sale for each read, and looked up by order_id alone, a generic plan made
+// while ticket was nearly empty read more than twice the buffers (README,
+// "PostgreSQL's CPU per paid order" and "PostgreSQL's planning per paid
+// order").
 func queueDetails(b *pgx.Batch, ids []string) {
+	where, arg := itemsWhere(ids)
 	b.Queue(itemsSelect+`, t.id::text, t.event_id`+itemsFrom+`
 		LEFT JOIN LATERAL (
 			SELECT id, event_id FROM ticket
-			WHERE order_id = i.order_id AND seat_label = i.seat_label AND refunded_at IS NULL LIMIT 1
-		) t ON true`+itemsWhere, ids)
+			WHERE event_id = i.event_id AND seat_label = i.seat_label AND order_id = i.order_id AND refunded_at IS NULL LIMIT 1
+		) t ON true`+where, arg)
 }
 
 // The parts of the items' query (queueItems, queueDetails).
@@ -450,16 +463,32 @@ const (
 		FROM order_item i
 		JOIN event_seat s ON s.event_id = i.event_id AND s.label = i.seat_label
 		JOIN grade g ON g.event_id = i.event_id AND g.code = s.grade`
-	itemsWhere = `
-		WHERE i.order_id = ANY($1)
+	itemsOrder = `
 		ORDER BY s.section, s.row_label::int, s.number::int`
 )
+
+// itemsWhere returns the items' query's WHERE and ORDER BY for the orders
+// ids, and its argument $1: one order by "= $1" with the id, several by
+// "= ANY($1)" with ids. One order is every read of the paying path, and
+// PostgreSQL prices an array parameter's generic plan for ten elements, ten
+// times the custom plan for one, so with ANY it planned the statement again
+// on every call; with "= $1" the generic plan costs no more than a custom
+// one and is kept after the fifth call.
+func itemsWhere(ids []string) (string, any) {
+	if len(ids) == 1 {
+		return `
+		WHERE i.order_id = $1` + itemsOrder, ids[0]
+	}
+	return `
+		WHERE i.order_id = ANY($1)` + itemsOrder, ids
+}
 
 // queueItems queues the query of the items of the orders ids, each with
 // its seat's parts and grade name, by section, row and number, which
 // readItems reads.
 func queueItems(b *pgx.Batch, ids []string) {
-	b.Queue(itemsSelect+itemsFrom+itemsWhere, ids)
+	where, arg := itemsWhere(ids)
+	b.Queue(itemsSelect+itemsFrom+where, arg)
 }
 
 // readItems reads queueItems' result into the orders byID (by order id).
