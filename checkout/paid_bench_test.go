@@ -1,15 +1,11 @@
 package checkout_test
 
 import (
-	"context"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
-	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
 // BenchmarkPaidOrder_CPU pays for orders 16 at a time, as fans do: the
@@ -26,47 +22,12 @@ import (
 func BenchmarkPaidOrder_CPU(b *testing.B) {
 	env := checkouttest.New(b, b.N)
 	pg := env.Gateway()
-	type fan struct {
-		acct  int64
-		label string
-	}
-	fans := make([]fan, b.N)
-	for i := range fans {
-		fans[i] = fan{env.Account(b), env.Event.Labels[i]}
-		req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: fans[i].acct, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}
-		if _, err := env.Holds.Hold(context.Background(), req, []string{fans[i].label}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	work := make(chan fan)
-	var wg sync.WaitGroup
+	buyers := env.HoldOneEach(b, b.N)
 	calls := pg.Confirms.Load() + pg.LookUps.Load()
 	cpu := processCPU(b)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range 16 {
-		wg.Go(func() {
-			for f := range work {
-				o, err := env.Orders.CreateOrder(context.Background(), env.Event.ID, f.acct)
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				key, amount := env.Pay(b, o, sandbox.ScenarioDefault)
-				if _, err := env.Redirect(o.ID, key, amount); err != nil {
-					b.Error(err)
-				}
-				if got := env.FindOrder(b, o.ID); got.Status != boxoffice.OrderConfirmed {
-					b.Errorf("order %s: %s", o.ID, got.Status)
-				}
-			}
-		})
-	}
-	for _, f := range fans {
-		work <- f
-	}
-	close(work)
-	wg.Wait()
+	env.PayAll(b, buyers, 16)
 	env.SB.Wait()
 	b.StopTimer()
 	n := float64(b.N)

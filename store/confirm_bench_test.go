@@ -1,12 +1,10 @@
 package store_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
@@ -69,45 +67,10 @@ func BenchmarkPaidOrder(b *testing.B) {
 func benchmarkPaidOrder(b *testing.B, conns int32) {
 	env := checkouttest.New(b, b.N)
 	trips := env.CountTrips(b, conns)
-	type fan struct {
-		acct  int64
-		label string
-	}
-	fans := make([]fan, b.N)
-	for i := range fans {
-		fans[i] = fan{env.Account(b), env.Event.Labels[i]}
-		req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: fans[i].acct, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}
-		if _, err := env.Holds.Hold(context.Background(), req, []string{fans[i].label}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	work := make(chan fan)
-	var wg sync.WaitGroup
+	buyers := env.HoldOneEach(b, b.N)
 	before := trips.Snapshot()
 	b.ResetTimer()
-	for range 16 {
-		wg.Go(func() {
-			for f := range work {
-				o, err := env.Orders.CreateOrder(context.Background(), env.Event.ID, f.acct)
-				if err != nil {
-					b.Error(err)
-					continue
-				}
-				key, amount := env.Pay(b, o, sandbox.ScenarioDefault)
-				if _, err := env.Redirect(o.ID, key, amount); err != nil {
-					b.Error(err)
-				}
-				if got := env.FindOrder(b, o.ID); got.Status != boxoffice.OrderConfirmed {
-					b.Errorf("order %s: %s", o.ID, got.Status)
-				}
-			}
-		})
-	}
-	for _, f := range fans {
-		work <- f
-	}
-	close(work)
-	wg.Wait()
+	env.PayAll(b, buyers, 16)
 	env.SB.Wait()
 	b.StopTimer()
 	got := trips.Snapshot().Sub(before)

@@ -219,6 +219,61 @@ func (env *Env) Order(tb testing.TB, acct int64, labels ...string) *boxoffice.Or
 	return o
 }
 
+// Buyer is an account holding one seat, ready to check out (HoldOneEach).
+type Buyer struct {
+	Account int64
+	Label   string
+}
+
+// HoldOneEach makes n new accounts, each holding one seat of the event (the
+// i-th the event's i-th label), for a loop of paid orders.
+func (env *Env) HoldOneEach(tb testing.TB, n int) []Buyer {
+	tb.Helper()
+	buyers := make([]Buyer, n)
+	for i := range buyers {
+		buyers[i] = Buyer{env.Account(tb), env.Event.Labels[i]}
+		req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: buyers[i].Account, Limit: Limit, TTL: HoldTTL}
+		if _, err := env.Holds.Hold(context.Background(), req, []string{buyers[i].Label}); err != nil {
+			tb.Fatalf("account %d holds %s: %v", buyers[i].Account, buyers[i].Label, err)
+		}
+	}
+	return buyers
+}
+
+// PayAll runs the whole paying path for each buyer, workers at a time, as
+// fans do: the checkout (CreateOrder), the payment on the sandbox's
+// checkout page, the success redirect's confirmation and the order's read,
+// which must say CONFIRMED; each failure is reported to tb. It returns when
+// every buyer is done (the sandbox's webhooks may still be on their way:
+// env.SB.Wait).
+func (env *Env) PayAll(tb testing.TB, buyers []Buyer, workers int) {
+	work := make(chan Buyer)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for b := range work {
+				o, err := env.Orders.CreateOrder(context.Background(), env.Event.ID, b.Account)
+				if err != nil {
+					tb.Error(err)
+					continue
+				}
+				key, amount := env.Pay(tb, o, sandbox.ScenarioDefault)
+				if _, err := env.Redirect(o.ID, key, amount); err != nil {
+					tb.Error(err)
+				}
+				if got := env.FindOrder(tb, o.ID); got.Status != boxoffice.OrderConfirmed {
+					tb.Errorf("order %s: %s", o.ID, got.Status)
+				}
+			}
+		})
+	}
+	for _, b := range buyers {
+		work <- b
+	}
+	close(work)
+	wg.Wait()
+}
+
 // Pay pays for the order on the sandbox's checkout page under a scenario and
 // returns the success redirect's payment key and amount.
 func (env *Env) Pay(tb testing.TB, o *boxoffice.Order, scenario string) (string, int64) {
