@@ -306,6 +306,46 @@ func (b *Bench) startGeneratorProfile(name string) func() {
 	}
 }
 
+// measured is a stretch of a phase whose server-side figures are taken
+// over the same window as its steps' CPU (measureCPU, opened just before
+// measure): a CPU profile of the server, PostgreSQL's activity
+// (sampleActivity) and the store's pool counters (poolCounters).
+type measured struct {
+	prof     func() string
+	activity func() string
+	pool0    map[string]float64
+	poolErr  error
+}
+
+// measure starts a measured stretch now: the server's profile named
+// profile, d long (keep d within the stretch, or the profile covers what
+// follows it), the activity samples and the pool's counters.
+func (b *Bench) measure(ctx context.Context, profile string, d time.Duration) *measured {
+	m := &measured{prof: b.startProfile(ctx, profile, d)}
+	m.pool0, m.poolErr = b.poolCounters(ctx)
+	m.activity = b.sampleActivity(ctx)
+	return m
+}
+
+// endMeasure ends m as soon as its stretch's last request is answered:
+// it stops the activity samples, adds steps to p (closing their CPU
+// windows and Redis commandstats; a step without a request is left out),
+// notes "PostgreSQL while <what> ..." and the pool's figure for paid
+// orders (poolFigure), and only then waits for the profile, so that no
+// figure runs past the stretch. It returns the activity note.
+func (b *Bench) endMeasure(ctx context.Context, p *Phase, m *measured, what string, paid func() int64, steps ...*Recorder) string {
+	activity := "PostgreSQL while " + what + " (pg_stat_activity every " + pgActivityEvery.String() + "): " + m.activity()
+	for _, rec := range steps {
+		if rec.Count() > 0 {
+			b.addStep(p, rec)
+		}
+	}
+	p.note(activity)
+	b.poolFigure(ctx, p, m.pool0, m.poolErr, paid())
+	m.prof()
+	return activity
+}
+
 // joinStorm is phase 2: every fan joins at once, closed loop (the peak
 // rate), then open loops at the fixed offered rates, in which fans join
 // again (joining again keeps the place, CONTRACT.md).

@@ -455,20 +455,12 @@ func (b *Bench) buying(ctx context.Context) *Phase {
 		buyers := newRecorder(fmt.Sprintf("fans paying, closed loop, %d connections (order, pay, confirmation, order page)", b.cfg.Conns),
 			b.ui.Bar("paying: fans", int64(len(payers)))).
 			measureCPU(ctx, b.cpu, "fans paying")
-		prof := b.startProfile(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
-		pool0, poolErr := b.poolCounters(ctx)
-		activity := b.sampleActivity(ctx)
+		m := b.measure(ctx, "checkout", min(b.cfg.BuyTimeout, 5*time.Second))
 		ClosedLoop(ctx, b.cfg.Conns, Counter(len(payers), deadline), buyers, func(ctx context.Context, i int) string {
 			return u.pay(ctx, payers[i])
 		})
-		b.payActivity = "PostgreSQL while the fans paid (pg_stat_activity every " + pgActivityEvery.String() + "): " + activity()
-		p.note(b.payActivity)
-		b.poolFigure(ctx, p, pool0, poolErr, u.tot.confirmedOrders.Load())
-		if buyers.Count() > 0 {
-			b.addStep(p, buyers)
-		}
+		b.payActivity = b.endMeasure(ctx, p, m, "the fans paid", u.tot.confirmedOrders.Load, buyers)
 		u.addPaySteps(p)
-		prof()
 	}
 
 	sold := u.figures(ctx, p, b.sale.Seats)

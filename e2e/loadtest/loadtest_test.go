@@ -103,8 +103,12 @@ func TestBench_Smoke(t *testing.T) {
 		t.Errorf("sell-out: %s, want it to run", sellOut.Status)
 		return
 	}
-	if st, _ := sellOut.step("sell-out: fans buying"); st.Requests != cfg.Fans || st.OK != st.Requests {
+	st, _ := sellOut.step("sell-out: fans buying")
+	if st.Requests != cfg.Fans || st.OK != st.Requests {
 		t.Errorf("sell-out: %d of %d fans were admitted and tried, %d got their seats (%v), want all of them", st.Requests, cfg.Fans, st.OK, st.Errors)
+	}
+	if st.CPU != nil && st.CPU.Err == "" && st.CPU.Seconds > st.Seconds+0.5 {
+		t.Errorf("sell-out: the fans' CPU window is %.2f s, the buying %.2f s, want the window to end with the buying", st.CPU.Seconds, st.Seconds)
 	}
 	seen, _ = sellOut.figureValue("confirmed by the fans")
 	confirmed, _ = findPhase(rep, "6.").figureValue("sell-out: confirmed orders")

@@ -59,25 +59,27 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 		return p
 	}
 
-	polls := newRecorder(fmt.Sprintf("sell-out: GET /events/{id}/queue/status, each waiting fan every %v", b.cfg.SellOutPoll), nil).
-		measureCPU(ctx, b.cpu, "sell-out: position polls (beside the fans buying)").beside("fans buying")
-	pages := newRecorder("sell-out: GET /events/{id}/seats (the seat map page, as a browser asks), each fan as its poll shows it admitted", nil)
-	buyers := newRecorder(fmt.Sprintf("sell-out: fans buying, closed loop, %d connections, each fan as its poll shows it admitted (seat map page, hold, order, pay, confirmation, order page; one row per fan)", b.cfg.Conns),
-		b.ui.Bar("sell-out: fans", int64(n))).
-		measureCPU(ctx, b.cpu, "sell-out: fans buying")
-	pool0, poolErr := b.poolCounters(ctx)
-	activity := b.sampleActivity(ctx)
 	how, err := b.setAdmission(ctx, ev.EventID, false, b.cfg.AdmitRate)
 	if err != nil {
 		p.Status = "failed: " + err.Error()
 		return p
 	}
 	t0 := time.Now()
+	// The steps' windows (CPU, Redis commands, PostgreSQL's activity, the
+	// profile) open as admission is let go and close when the last fan is
+	// done buying.
+	polls := newRecorder(fmt.Sprintf("sell-out: GET /events/{id}/queue/status, each waiting fan every %v", b.cfg.SellOutPoll), nil).
+		measureCPU(ctx, b.cpu, "sell-out: position polls (beside the fans buying)").beside("fans buying")
+	pages := newRecorder("sell-out: GET /events/{id}/seats (the seat map page, as a browser asks), each fan as its poll shows it admitted", nil)
+	buyers := newRecorder(fmt.Sprintf("sell-out: fans buying, closed loop, %d connections, each fan as its poll shows it admitted (seat map page, hold, order, pay, confirmation, order page; one row per fan)", b.cfg.Conns),
+		b.ui.Bar("sell-out: fans", int64(n))).
+		measureCPU(ctx, b.cpu, "sell-out: fans buying")
+	m := b.measure(ctx, "sellout", selloutProfile(n, b.cfg.AdmitRate, b.cfg.AdmissionTick, b.cfg.BuyTimeout))
 	p.note(fmt.Sprintf("admission let go at %d fans/s on %v ticks, %s", b.cfg.AdmitRate, b.cfg.AdmissionTick, how))
 	deadline := t0.Add(b.cfg.WaitTimeout + b.cfg.BuyTimeout)
-	prof := b.startProfile(ctx, "sellout", min(b.cfg.BuyTimeout, 10*time.Second))
 	if !b.awaitAdmission(ctx, statusURL, b.observer, deadline) {
-		prof()
+		m.prof()
+		m.activity()
 		p.Status = "failed: the observer was not admitted"
 		return p
 	}
@@ -119,12 +121,8 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 	})
 	for range admitted { // the fans the deadline left unserved
 	}
+	b.endMeasure(ctx, p, m, "the fans bought", u.tot.confirmedOrders.Load, buyers, polls)
 	stopRefresh()
-	prof()
-	p.note("PostgreSQL while the fans bought (pg_stat_activity every " + pgActivityEvery.String() + "): " + activity())
-	b.poolFigure(ctx, p, pool0, poolErr, u.tot.confirmedOrders.Load())
-	b.addStep(p, buyers)
-	b.addStep(p, polls)
 	if pages.Count() > 0 {
 		b.addStep(p, pages)
 	}
@@ -161,6 +159,17 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 	p.figure("sell-out", fmt.Sprintf("%s %.1f s after the event's first admission", what, d.Seconds()), d.Seconds())
 	p.note(sellOutTimeline(ts[0], ts[len(ts)-1], unixTime(u.tot.firstHeld.Load()), unixTime(u.tot.lastHeld.Load()), *firstSold, *lastSold))
 	return p
+}
+
+// selloutProfile is how long phase 5 profiles the server from the moment
+// admission is let go: the time the n fans take to be admitted at rate a
+// second, less one tick, in whole seconds (the profiler's unit), at least
+// 1 s and at most min(limit, 10 s). The last fan is admitted no sooner
+// and buys after its poll shows it, so the profile ends inside the
+// buying and leaves its window as it is.
+func selloutProfile(n, rate int, tick, limit time.Duration) time.Duration {
+	d := (time.Duration(n)*time.Second/time.Duration(max(rate, 1)) - tick).Truncate(time.Second)
+	return max(min(d, limit, 10*time.Second), time.Second)
 }
 
 // admissionWatch is how often watchAdmissions reads the new admissions.

@@ -99,3 +99,25 @@ func TestSellOutGot(t *testing.T) {
 		t.Errorf("sellOutGot:\n got %s\nwant %s", got, want)
 	}
 }
+
+// Phase 5's profile lasts the admissions' length less a tick, in whole
+// seconds, so that it ends inside the buying: never under 1 s, never over
+// the buying limit or 10 s.
+func TestSelloutProfile(t *testing.T) {
+	for _, c := range []struct {
+		n, rate     int
+		tick, limit time.Duration
+		want        time.Duration
+	}{
+		{300, 100, 200 * time.Millisecond, 20 * time.Second, 2 * time.Second},
+		{20000, 2000, time.Second, 6 * time.Minute, 9 * time.Second},
+		{200000, 2000, time.Second, 6 * time.Minute, 10 * time.Second},
+		{20000, 2000, time.Second, 4 * time.Second, 4 * time.Second},
+		{50, 100, 200 * time.Millisecond, 20 * time.Second, time.Second},
+		{10, 0, 200 * time.Millisecond, 20 * time.Second, 9 * time.Second},
+	} {
+		if got := selloutProfile(c.n, c.rate, c.tick, c.limit); got != c.want {
+			t.Errorf("selloutProfile(%d, %d, %v, %v) = %v, want %v", c.n, c.rate, c.tick, c.limit, got, c.want)
+		}
+	}
+}
