@@ -121,3 +121,14 @@ func TestSelloutProfile(t *testing.T) {
 		}
 	}
 }
+
+// The sell-out target is named after the run's seats and fans, in the
+// issue's words for the full run.
+func TestSellOutTarget(t *testing.T) {
+	if got, want := sellOutTarget(15000, 20000), "Sell-out of the 15,000-seat arena to 20,000 fans"; got != want {
+		t.Errorf("full run: got %q, want %q", got, want)
+	}
+	if got, want := sellOutTarget(15000, 200), "Sell-out of the 15,000-seat arena to 200 fans"; got != want {
+		t.Errorf("200 fans: got %q, want %q", got, want)
+	}
+}
