@@ -22,9 +22,9 @@ import (
 // once loads the seat map page (-admitted-map-share of the fans), holds as
 // the buying loop's fans do (buyer.hold: the same mix of picking from the
 // map and best available, the same races and retries) and pays as they do
-// (buyer.pay), on C connections, while others still wait. No measurement
-// step runs in between: the sell-out is timed from the event's first
-// admission to its last seat sold.
+// (buyer.pay), at most C (-conns) fans at once, while others still wait.
+// No measurement step runs in between: the sell-out is timed from the
+// event's first admission to its last seat sold.
 func (b *Bench) sellOut(ctx context.Context) *Phase {
 	p := b.phase("5. Sell-out")
 	defer b.endPhase(p)
@@ -71,7 +71,7 @@ func (b *Bench) sellOut(ctx context.Context) *Phase {
 	polls := newRecorder(fmt.Sprintf("sell-out: GET /events/{id}/queue/status, each waiting fan every %v", b.cfg.SellOutPoll), nil).
 		measureCPU(ctx, b.cpu, "sell-out: position polls (beside the fans buying)").beside("fans buying")
 	pages := newRecorder("sell-out: GET /events/{id}/seats (the seat map page, as a browser asks), each fan as its poll shows it admitted", nil)
-	buyers := newRecorder(fmt.Sprintf("sell-out: fans buying, closed loop, %d connections, each fan as its poll shows it admitted (seat map page, hold, order, pay, confirmation, order page; one row per fan)", b.cfg.Conns),
+	buyers := newRecorder(fmt.Sprintf("sell-out: fans buying, each fan as its poll shows it admitted, at most %d at once (seat map page, hold, order, pay, confirmation, order page; one row per fan)", b.cfg.Conns),
 		b.ui.Bar("sell-out: fans", int64(n))).
 		measureCPU(ctx, b.cpu, "sell-out: fans buying")
 	m := b.measure(ctx, "sellout", selloutProfile(n, b.cfg.AdmitRate, b.cfg.AdmissionTick, b.cfg.BuyTimeout))
