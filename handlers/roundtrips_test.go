@@ -159,6 +159,57 @@ func (w *copyWatch) excuse(t *testing.T, got [][]string) [][]string {
 	return got
 }
 
+// copiedSession asks path as c until a request costs no Redis round trip:
+// the instance has seen c's session (its first request reads it from
+// Redis, and one that races the log-in's own message is not copied), as in
+// the steady state of a sale. It returns the watch of the copy's drops from
+// then on.
+func (a *testApp) copiedSession(t *testing.T, c *client, path string) *copyWatch {
+	t.Helper()
+	var w *copyWatch
+	waitFor(t, "the session in the instance's copy", func() bool {
+		w = a.watchCopy(t)
+		a.Trips.take()
+		wantStatus(t, c.do("GET", path, nil), http.StatusOK)
+		return len(a.Trips.take()) == 0
+	})
+	return w
+}
+
+// tripStep is a request of a round-trip test and the round trips it
+// should cost.
+type tripStep struct {
+	name, method, path string
+	form               url.Values
+	headers            []string
+	status             int
+	want               [][]string // the round trips and their commands
+}
+
+// The headers of a JSON and of an htmx request, and the round trips of a
+// script and of a read-only one.
+var (
+	asJSON, htmx = []string{"Accept: application/json"}, []string{"HX-Request: true"}
+	evalsha      = [][]string{{"evalsha"}}
+	positions    = [][]string{{"evalsha_ro"}}
+)
+
+// runTrips sends each step as c and fails the test when a step answers
+// another status or costs other round trips than it wants (less the
+// session read that a drop of the copy, which w watches, explains).
+func (a *testApp) runTrips(t *testing.T, c *client, w *copyWatch, steps []tripStep) {
+	t.Helper()
+	for _, s := range steps {
+		a.Trips.take()
+		resp := c.do(s.method, s.path, s.form, s.headers...)
+		wantStatus(t, resp, s.status)
+		got := w.excuse(t, a.Trips.take())
+		if !slices.EqualFunc(got, s.want, slices.Equal) {
+			t.Errorf("%s: %d round trips %v, want %d: %v", s.name, len(got), got, len(s.want), s.want)
+		}
+	}
+}
+
 // frozenClock fixes the store's clock (store.Redis.Now), so that the
 // instance's shared per-tick figures and the seat map's shared read stay
 // fresh for the whole test and each request's round trips are the same on
@@ -202,40 +253,16 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	// Steady state: the instance has seen the session. Its first request
 	// reads it from Redis (a round trip), and one that races the log-in's
 	// own message is not copied: ask until one costs nothing.
-	var copied *copyWatch
-	waitFor(t, "the fan's session in the instance's copy", func() bool {
-		copied = app.watchCopy(t)
-		app.Trips.take()
-		wantStatus(t, fan.do("GET", event, nil), http.StatusOK)
-		return len(app.Trips.take()) == 0
-	})
+	copied := app.copiedSession(t, fan, event)
 
-	type step struct {
-		name, method, path string
-		form               url.Values
-		headers            []string
-		status             int
-		want               [][]string // the round trips and their commands
-	}
-	asJSON, htmx := []string{"Accept: application/json"}, []string{"HX-Request: true"}
-	evalsha := [][]string{{"evalsha"}}
-	positions := [][]string{{"evalsha_ro"}}
 	statuses := [][]string{{"get", "zscore", "time", "exists", "get", "hget", "zrange"}}
 	entry := [][]string{{"evalsha_ro"}}
-	run := func(t *testing.T, steps []step) {
+	run := func(t *testing.T, fan *client, steps []tripStep) {
 		t.Helper()
-		for _, s := range steps {
-			app.Trips.take()
-			resp := fan.do(s.method, s.path, s.form, s.headers...)
-			wantStatus(t, resp, s.status)
-			got := copied.excuse(t, app.Trips.take())
-			if !slices.EqualFunc(got, s.want, slices.Equal) {
-				t.Errorf("%s: %d round trips %v, want %d: %v", s.name, len(got), got, len(s.want), s.want)
-			}
-		}
+		app.runTrips(t, fan, copied, steps)
 	}
 
-	run(t, []step{
+	run(t, fan, []tripStep{
 		{"the event page", "GET", event, nil, nil, http.StatusOK, nil},
 		{"join", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
 		{"join again", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
@@ -247,7 +274,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	// join's script, and a join without one is refused before Redis.
 	app.askProof(t, id, 10)
 	proof := solve(t, challenge(t, fan, id))
-	run(t, []step{
+	run(t, fan, []tripStep{
 		{"join with a proof of work (JSON)", "POST", queue, url.Values{"altcha": {proof}}, asJSON, http.StatusOK, evalsha},
 		{"join with a used proof (JSON)", "POST", queue, url.Values{"altcha": {proof}}, asJSON, http.StatusForbidden, evalsha},
 		{"join without a proof (JSON)", "POST", queue, url.Values{}, asJSON, http.StatusPreconditionRequired, nil},
@@ -256,7 +283,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	if r := app.admit(t, boxoffice.AdmissionSettings{EventID: id, Rate: 1000, TokenTTL: 10 * time.Minute}); !slices.Contains(r.Admitted, acct.ID) {
 		t.Fatalf("admitted %v, want the fan", r.Admitted)
 	}
-	run(t, []step{
+	run(t, fan, []tripStep{
 		{"position status of a fan admitted (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, positions},
 		{"position status of a fan admitted (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, positions},
 		{"seat statuses", "GET", seatsPath(id) + "/status", nil, asJSON, http.StatusOK, statuses},
@@ -273,18 +300,13 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 		{"entry time", "GET", event + "/entry", nil, asJSON, http.StatusOK, entry},
 	})
 	etag := fan.do("GET", seatsPath(id), nil).Header.Get("ETag")
-	run(t, []step{
+	run(t, fan, []tripStep{
 		{"seat map page, warm (304)", "GET", seatsPath(id), nil, []string{"If-None-Match: " + etag}, http.StatusNotModified, entry},
 	})
 
 	// A fan without an entry is refused in the same single round trip.
 	stranger, _ := app.newAccount(t, "stranger@example.com", boxoffice.RoleFan)
-	waitFor(t, "the stranger's session in the instance's copy", func() bool {
-		copied = app.watchCopy(t)
-		app.Trips.take()
-		wantStatus(t, stranger.do("GET", event, nil), http.StatusOK)
-		return len(app.Trips.take()) == 0
-	})
+	copied = app.copiedSession(t, stranger, event)
 	app.Trips.take()
 	wantStatus(t, stranger.do("POST", holdsPath(id), url.Values{"seat": {"A-3-1"}}, "Accept: application/json"), http.StatusForbidden)
 	if got := copied.excuse(t, app.Trips.take()); !slices.EqualFunc(got, evalsha, slices.Equal) {
@@ -310,13 +332,7 @@ func TestRoundTrips_StreamTick(t *testing.T) {
 	var streams []<-chan sseEvent
 	for i := range 3 {
 		c, _ := app.joinedFan(t, ev.ID, fmt.Sprintf("streamer%d@example.com", i))
-		var copied *copyWatch
-		waitFor(t, "the fan's session in the instance's copy", func() bool {
-			copied = app.watchCopy(t)
-			app.Trips.take()
-			c.do("GET", fmt.Sprintf("/events/%d", ev.ID), nil)
-			return len(app.Trips.take()) == 0
-		})
+		copied := app.copiedSession(t, c, fmt.Sprintf("/events/%d", ev.ID))
 		app.Trips.take()
 		resp, ch := stream(t, c, ev.ID)
 		if got := copied.excuse(t, app.Trips.take()); len(got) != 0 {
