@@ -68,15 +68,18 @@ func (s *Server) queuePlace(c echo.Context) queuePlace {
 
 // keepQueuePlace stores what Join returned for event e in the place cookie
 // (until the sale ends, at most maxQueuePlaceAge): the epoch and, for a fan
-// waiting, the sequence and the starting position, kept from the cookie when
-// it already names this place.
+// in line (waiting, or sold out with a place), the sequence and the starting
+// position, kept from the cookie when it already names this place. A join
+// that placed nobody (sold out, no sequence) stores nothing: there is no
+// place to keep, and a cookie of its epoch would only make the status say
+// that the line was reset should Redis lose it, to a fan never in it.
 func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.QueuePosition) {
-	if !boxoffice.ValidQueueEpoch(p.Epoch) {
+	if !boxoffice.ValidQueueEpoch(p.Epoch) || p.Status == boxoffice.QueueSoldOut && p.Sequence == 0 {
 		return
 	}
 	var seq int64
 	start := 0
-	if p.Status == boxoffice.QueueWaiting {
+	if p.Sequence > 0 {
 		seq, start = p.Sequence, p.Position
 		if pl := s.queuePlace(c); pl.Sequence == p.Sequence {
 			start = pl.start
@@ -223,7 +226,8 @@ func plainStatus(status string) bool {
 
 // handleQueueJoin handles POST /events/:id/queue: the account takes a place
 // in line, or keeps the one it has (CONTRACT.md), in one Redis round trip
-// (the join script); the place goes into the place cookie, never into the
+// (the join script); the place goes into the place cookie (a sold-out join
+// places nobody and sets none), never into the
 // session. JSON: 200 with the position; HTML: 303 to the waiting room. Before the queue opens or after
 // the sale ends: 409 queue_not_open, with a page saying when it opens. An
 // account that already bought the event's limit: 409 limit_reached. An
@@ -290,8 +294,11 @@ func (s *Server) prequeueJoin(ctx context.Context, e *boxoffice.Event, req boxof
 
 // position returns where the account stands in the event's line, or its
 // draw ticket in the pre-queue. A pre-queue entrant asking after the
-// draw's time before anyone drew has the draw done first. Errors:
-// EQUEUENOTOPEN when the queue does not take fans now, ENOTINQUEUE.
+// draw's time before anyone drew has the draw done first. An account
+// neither in line nor past a turn of a sold-out event gets QueueSoldOut,
+// as its join would (notInLine). Errors: EQUEUENOTOPEN when the queue does
+// not take fans now, ENOTINQUEUE (Details["reason"] as Queue.Position has
+// them; ReasonNone only while the event has seats to sell).
 func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace) (boxoffice.QueuePosition, error) {
 	now := s.Now()
 	if !e.QueueOpen(now) {
@@ -304,7 +311,7 @@ func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace
 			return boxoffice.QueuePosition{}, err
 		}
 		if ticket == "" {
-			return boxoffice.QueuePosition{}, notInQueue()
+			return notInLine(e)
 		}
 		return boxoffice.QueuePosition{Status: boxoffice.QueuePrequeue, Ticket: ticket, Entrants: n, Epoch: pl.Epoch}, nil
 	}
@@ -316,12 +323,22 @@ func (s *Server) position(ctx context.Context, e *boxoffice.Event, pl queuePlace
 			p, err = s.Queue.Position(ctx, e.ID, acct, place)
 		}
 	}
+	if boxoffice.ErrorCode(err) == boxoffice.ENOTINQUEUE && boxoffice.NoEntryReason(err) == boxoffice.ReasonNone {
+		return notInLine(e)
+	}
 	return p, err
 }
 
-// notInQueue is the ENOTINQUEUE of an account that never joined.
-func notInQueue() error {
-	return &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Details: map[string]any{"reason": boxoffice.ReasonNone}}
+// notInLine answers an account of event e that neither is in line nor
+// has had a turn (ReasonNone): QueueSoldOut (no place, position 0) once e
+// sold out (Event.SeatStatus, from the cached event the request already
+// read: no round trip), as a join would answer it; else ENOTINQUEUE with
+// ReasonNone.
+func notInLine(e *boxoffice.Event) (boxoffice.QueuePosition, error) {
+	if e.SeatStatus() == boxoffice.EventSoldOut {
+		return boxoffice.QueuePosition{Status: boxoffice.QueueSoldOut}, nil
+	}
+	return boxoffice.QueuePosition{}, &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Details: map[string]any{"reason": boxoffice.ReasonNone}}
 }
 
 // queueView turns a position, or the error that stood for one, into what
@@ -351,17 +368,15 @@ func (s *Server) queueView(ctx context.Context, e *boxoffice.Event, p boxoffice.
 		}
 	case boxoffice.ENOTINQUEUE:
 		v.Status = boxoffice.QueueNotInQueue
-		switch reason := boxoffice.NoEntryReason(err); {
-		case reason == boxoffice.ReasonExpired:
+		switch boxoffice.NoEntryReason(err) {
+		case boxoffice.ReasonExpired:
 			v.Status = boxoffice.QueueExpired
-		case reason == boxoffice.ReasonDone:
+		case boxoffice.ReasonDone:
 			v.Status = boxoffice.QueueDone
-		case reason == boxoffice.ReasonLeft:
+		case boxoffice.ReasonLeft:
 			v.Status = boxoffice.QueueLeft
-		case reason == boxoffice.ReasonOtherSession:
+		case boxoffice.ReasonOtherSession:
 			v.Status = boxoffice.QueueOtherSession
-		case e.SeatStatus() == boxoffice.EventSoldOut:
-			v.Status = boxoffice.QueueSoldOut
 		}
 	default:
 		return v, err
@@ -406,7 +421,8 @@ func (s *Server) handleWaitingRoom(c echo.Context) error {
 }
 
 // handleQueueStatus handles GET /events/:id/queue/status: the position as
-// JSON (as the join answer; 404 not_in_queue, 409 queue_not_open), or else
+// JSON (as the join answer, 200 sold_out included; 404 not_in_queue with a
+// reason, 409 queue_not_open), or else
 // the waiting room's state fragment (200 whatever the state, so that
 // htmx's poll swaps it in).
 func (s *Server) handleQueueStatus(c echo.Context) error {

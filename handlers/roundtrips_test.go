@@ -312,6 +312,50 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	if got := copied.excuse(t, app.Trips.take()); !slices.EqualFunc(got, evalsha, slices.Equal) {
 		t.Errorf("a hold without an entry: round trips %v, want %v", got, evalsha)
 	}
+
+	// Sold out: a fan in line is told so from the tick's figures, before
+	// and after joining again (the join keeps the place in the cookie).
+	// TestRoundTrips_SoldOutJoin has the fan who joins after the sell-out.
+	run(t, stranger, []tripStep{
+		{"join", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
+	})
+	app.admit(t, boxoffice.AdmissionSettings{EventID: id, Rate: 1, SoldOut: true})
+	app.Trips.take()
+	stranger.do("GET", queue+"/status", nil, "Accept: application/json") // the first poll after a tick reads its figures
+	run(t, stranger, []tripStep{
+		{"position status of a fan in line, sold out (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, nil},
+		{"join again, sold out", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
+		{"position status of a fan in line after joining again, sold out (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, nil},
+		{"position status of a fan in line, sold out (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, nil},
+	})
+}
+
+// A fan who joins a sold-out event, every seat blocked, is placed nowhere
+// in the join's one round trip, and its status costs the one read that
+// finds it neither in line nor admitted, as the status of any fan without
+// a place does; telling it sold out adds none (the event is the cached one
+// the status reads anyway).
+func TestRoundTrips_SoldOutJoin(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t, frozenClock, plainScripts)
+	app.Redis.Client.AddHook(tripHook{})
+	ev := app.saleEvent(t) // A-1-1 to A-1-10
+	event, queue := fmt.Sprintf("/events/%d", ev.ID), fmt.Sprintf("/events/%d/queue", ev.ID)
+	waitFor(t, "the session store to copy sessions", app.Sessions.Copying)
+	blocks := url.Values{"action": {"block"}, "seat": {"A-1-1, A-1-2, A-1-3, A-1-4, A-1-5, A-1-6, A-1-7, A-1-8, A-1-9, A-1-10"}}
+	wantStatus(t, app.newAdmin(t).do("POST", fmt.Sprintf("/admin/events/%d/blocks", ev.ID), blocks), http.StatusSeeOther)
+	app.tick(t, ev.ID)
+	// A first fan loads the scripts into Redis (EVALSHA, not EVAL).
+	warm, _ := app.newAccount(t, "warm@example.com", boxoffice.RoleFan)
+	warm.do("POST", queue, url.Values{}, "Accept: application/json")
+	warm.do("GET", queue+"/status", nil, "Accept: application/json")
+
+	fan, _ := app.newAccount(t, "fan@example.com", boxoffice.RoleFan)
+	app.runTrips(t, fan, app.copiedSession(t, fan, event), []tripStep{
+		{"join, sold out", "POST", queue, url.Values{}, asJSON, http.StatusOK, evalsha},
+		{"position status of a fan not in line, sold out (JSON)", "GET", queue + "/status", nil, asJSON, http.StatusOK, positions},
+		{"position status of a fan not in line, sold out (htmx)", "GET", queue + "/status", nil, htmx, http.StatusOK, positions},
+	})
 }
 
 // The waiting room's stream costs its fans nothing per tick: each instance
