@@ -1204,7 +1204,8 @@ func BenchmarkQueue_Join(b *testing.B) {
 // BenchmarkQueue_Join_Sale is BenchmarkQueue_Join in a sale's steady
 // state: the queue's figures carry the records of RateWindow admitted
 // ticks, as they do once admission runs, and every fan joins twice (a
-// place, then the same place again), from one instance.
+// place, then the same place again), from one instance, with the event's
+// limit set as the handler sends it (so the script reads bought:{e}).
 func BenchmarkQueue_Join_Sale(b *testing.B) {
 	ctx := context.Background()
 	q := newQueue(b)
@@ -1220,7 +1221,7 @@ func BenchmarkQueue_Join_Sale(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			a := 1000 + next.Add(1)/2
-			if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: "sid"}); err != nil {
+			if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: "sid", Limit: 4}); err != nil {
 				b.Error(err)
 				return
 			}
