@@ -147,6 +147,30 @@ func TestQueue_Join(t *testing.T) {
 		}
 	})
 
+	// A place whose session binding is gone (queue:sess:{e} evicted, or
+	// restored apart from queue:{e}) is kept on a rejoin and bound again;
+	// the sequence the script drew to find out is given back, so the next
+	// fan's place follows with no gap.
+	t.Run("RejoinAfterLostBinding", func(t *testing.T) {
+		q := newQueue(t)
+		mustJoin(t, q, 1, 3)
+		if err := q.Redis.Client.Del(ctx, q.Redis.Key("queue:sess:{%d}", queueEvent)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 2, SessionKey: "other-device"})
+		if err != nil || p.Status != boxoffice.QueueWaiting || p.Sequence != 2 || p.Position != 2 {
+			t.Fatalf("rejoin = %+v, %v; want waiting with sequence 2 and position 2", p, err)
+		}
+		p4, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 4, SessionKey: sess(4)})
+		if err != nil || p4.Sequence != 4 {
+			t.Fatalf("next fan's Join = %+v, %v; want sequence 4", p4, err)
+		}
+		got, err := q.Redis.Client.HGet(ctx, q.Redis.Key("queue:sess:{%d}", queueEvent), "2").Result()
+		if err != nil || got != "other-device" {
+			t.Fatalf("binding of the rejoined place = %q, %v; want other-device", got, err)
+		}
+	})
+
 	// A rejoin from another session of the account (after a log-out, a lost
 	// cookie, on a second device) moves the live turn there: a fresh token
 	// bound to the rejoining session, expiring when the first one would

@@ -4,7 +4,7 @@
 -- another session than the token's moves the turn to the joining session (a
 -- fresh token bound to it, same expiry: KEEPTTL), so that the copy the
 -- earlier session holds stops working; an account in line keeps its place
--- (ZSCORE) and its place is bound to the new session; otherwise, unless the
+-- (ZSCORE) and its place is bound to the joining session; otherwise, unless the
 -- event sold out, it gets the next sequence (INCR) and a place (ZADD NX),
 -- and the queue gets an epoch if it has none.
 --
@@ -125,9 +125,19 @@ if entry then
   return {'admitted', 0, now, epoch or ''}
 end
 
-local seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+-- Every place has its session in queue:sess:{e} (written with the place
+-- here and by the draw, removed with it by admission), so a fan without
+-- one has no place, and the place is read (ZSCORE) only for a fan with
+-- one, or after a sell-out; the binding is written only when it changes.
+local bound = redis.call('HGET', KEYS[3], ARGV[1])
+local seq
+if bound or sold_out then
+  seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+end
 if seq then
-  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  if bound ~= ARGV[2] then
+    redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  end
   return {'rejoined', seq, now, figures()}
 end
 
@@ -136,7 +146,14 @@ if sold_out then
 end
 
 seq = redis.call('INCR', KEYS[2])
-redis.call('ZADD', KEYS[1], 'NX', seq, ARGV[1])
+if redis.call('ZADD', KEYS[1], 'NX', seq, ARGV[1]) == 0 then
+  -- a place whose binding was lost (queue:sess:{e} evicted or restored
+  -- apart): the sequence is given back, unseen, and the place kept
+  redis.call('DECR', KEYS[2])
+  seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
+  return {'rejoined', seq, now, figures()}
+end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 keep_epoch()
 return {'joined', seq, now, figures()}
