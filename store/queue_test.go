@@ -915,6 +915,66 @@ func TestQueue_EntryToken_ConcurrentRejoin(t *testing.T) {
 	}
 }
 
+// TestQueue_Join_LostBindingStorm attacks the join's use of the session
+// bindings: with queue:sess:{e} lost, the fans in line rejoin from two
+// sessions each while as many new fans join, all at once, round after
+// round. Every fan in line keeps its sequence, the new fans get the next
+// sequences with no gap or tie, and each account has one place.
+func TestQueue_Join_LostBindingStorm(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const fans = 100
+	for round := range 5 {
+		q := newQueue(t)
+		mustJoin(t, q, 1, fans)
+		if err := q.Redis.Client.Del(ctx, q.Redis.Key("queue:sess:{%d}", queueEvent)).Err(); err != nil {
+			t.Fatal(err)
+		}
+		seqs := make([]int64, 2*fans+1)
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		join := func(a int64, session string) {
+			<-start
+			p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: a, SessionKey: session})
+			if err != nil || p.Status != boxoffice.QueueWaiting {
+				t.Errorf("round %d: Join(%d, %s) = %+v, %v", round, a, session, p, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if seqs[a] != 0 && seqs[a] != p.Sequence {
+				t.Errorf("round %d: account %d got sequences %d and %d", round, a, seqs[a], p.Sequence)
+			}
+			seqs[a] = p.Sequence
+		}
+		for a := int64(1); a <= fans; a++ {
+			wg.Go(func() { join(a, sess(a)) })
+			wg.Go(func() { join(a, "other-device") })
+			wg.Go(func() { join(fans+a, sess(fans+a)) })
+		}
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		for a := int64(1); a <= fans; a++ {
+			if seqs[a] != a {
+				t.Fatalf("round %d: account %d in line has sequence %d after rejoining, want %d", round, a, seqs[a], a)
+			}
+		}
+		news := slices.Sorted(slices.Values(seqs[fans+1:]))
+		for i, s := range news {
+			if s != int64(fans+i+1) {
+				t.Fatalf("round %d: the new fans' sequences are not %d..%d without gaps or ties: %v", round, fans+1, 2*fans, news)
+			}
+		}
+		if n, err := q.Redis.Client.ZCard(ctx, q.Redis.Key("queue:{%d}", queueEvent)).Result(); err != nil || n != 2*fans {
+			t.Fatalf("round %d: %d places (%v), want %d", round, n, err, 2*fans)
+		}
+	}
+}
+
 // oneTurn asks every session at once for account 1's entry token and checks
 // that exactly one gets it, the session the entry is bound to in Redis, that
 // the entry works there and in no other session; it returns the token.
