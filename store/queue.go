@@ -302,7 +302,9 @@ func (q *Queue) proofKey(e int64, challenge string) string {
 // in the current tick window, as Position places a poll (the head may lag
 // by the admission that ran since), when the script finds that they have
 // the queue's epoch and sold-out mark, and it then answers the epoch
-// alone; otherwise it answers the whole figures, which Join keeps. The
+// alone (and reads no clock: the fan's wait is estimated on the figures'
+// clock, as Position's); otherwise it answers the whole figures and
+// Redis's clock, which Join keeps. The
 // caller checks that the event's queue is open (Event.QueueOpen) first:
 // Join does not read events.
 func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.QueuePosition, error) {
@@ -342,16 +344,17 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	}
 	state, _ := res[0].(string)
 	seq := toInt64(res[1])
-	now := time.UnixMilli(toInt64(res[2]))
 	var st queueStats
+	var now time.Time // for a fan in line: Redis's clock
 	switch figures := res[3].(type) {
-	case []any: // the stats hash
+	case []any: // the stats hash, read at Redis's clock res[2]
+		now = time.UnixMilli(toInt64(res[2]))
 		st = parseStats(figures)
 		q.keepFigures(eventID, gen, st, now)
-	case string: // the epoch: for a fan in line, the kept figures hold
+	case string: // the epoch: for a fan in line, the kept figures hold, on their clock as in Position
 		st.epoch = figures
 		if fresh && (state == "joined" || state == "rejoined") {
-			st = kept.st
+			st, now = kept.st, kept.now.Add(q.Redis.Now().Sub(kept.at))
 		}
 	}
 	if state == "joined" && q.Metrics != nil {

@@ -34,7 +34,10 @@
 -- the pre-queue (keeping its ticket if it has one, its session updated);
 -- at or after it, the join draws first (draw, from queue_draw.lua).
 --
--- Returns {state, sequence, now (Unix ms, Redis clock), figures},
+-- Returns {state, sequence, now, figures}, now the Redis clock (Unix ms)
+-- when the reply carries the stats hash and 0 otherwise (TIME is read only
+-- for the hash and the pre-queue: a fan placed with the instance's figures
+-- is placed on their clock, as a poll is),
 -- state one of "limit_reached", "proof_used", "admitted", "rejoined", "joined",
 -- "sold_out"; or {"prequeue", 0, now, figures, ticket, entrants}. figures
 -- is the queue's whole stats hash (as HGETALL) for "joined" and "rejoined"
@@ -43,8 +46,15 @@
 -- and otherwise the queue's epoch alone, a string ("" for
 -- none): a fan in line is placed with figures of the current tick window,
 -- as a poll is (store.Queue.Position), and the reply stays small.
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- clock returns the Redis clock (Unix ms), read once.
+local now = 0
+local function clock()
+  if now == 0 then
+    local t = redis.call('TIME')
+    now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now
+end
 
 local limit = tonumber(ARGV[5])
 if limit > 0 and tonumber(redis.call('HGET', KEYS[6], ARGV[1]) or '0') >= limit then
@@ -89,18 +99,19 @@ local function keep_epoch()
   end
 end
 
--- figures is the epoch alone when the instance's figures have the queue's
--- epoch, sold-out mark and paused mark, else the stats hash.
-local function figures()
+-- answer is the reply {state, seq, now, figures} for a fan in line: figures
+-- the epoch alone when the instance's figures have the queue's epoch,
+-- sold-out mark and paused mark, else the stats hash, read at now.
+local function answer(state, seq)
   if epoch == ARGV[10] and sold_out == (ARGV[11] == '1') and paused == (ARGV[12] == '1') then
-    return epoch
+    return {state, seq, 0, epoch}
   end
-  return stats or redis.call('HGETALL', KEYS[4])
+  return {state, seq, clock(), stats or redis.call('HGETALL', KEYS[4])}
 end
 
 local draw_at = tonumber(ARGV[6])
 if draw_at > 0 and drawn ~= '1' then
-  if now < draw_at then
+  if clock() < draw_at then
     local ticket = ARGV[7]
     local v = redis.call('HGET', KEYS[8], ARGV[1])
     if v then
@@ -138,7 +149,7 @@ if seq then
   if bound ~= ARGV[2] then
     redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
   end
-  return {'rejoined', seq, now, figures()}
+  return answer('rejoined', seq)
 end
 
 if sold_out then
@@ -152,8 +163,8 @@ if redis.call('ZADD', KEYS[1], 'NX', seq, ARGV[1]) == 0 then
   redis.call('DECR', KEYS[2])
   seq = redis.call('ZSCORE', KEYS[1], ARGV[1])
   redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
-  return {'rejoined', seq, now, figures()}
+  return answer('rejoined', seq)
 end
 redis.call('HSET', KEYS[3], ARGV[1], ARGV[2])
 keep_epoch()
-return {'joined', seq, now, figures()}
+return answer('joined', seq)
