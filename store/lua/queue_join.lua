@@ -67,7 +67,10 @@ end
 
 -- The queue's epoch, sold-out, paused and draw marks, read once: with the
 -- whole stats hash (stats, kept for the reply until a write changes the
--- hash) when the instance has no figures of the window, else alone.
+-- hash) when the instance has no figures of the window, else alone (the
+-- draw mark only for an event with a pre-queue: a field the hash lacks is
+-- the costliest to look for).
+local draw_at = tonumber(ARGV[6])
 local stats, epoch, sold_out, paused, drawn
 if ARGV[10] == '' then
   stats = redis.call('HGETALL', KEYS[4])
@@ -83,9 +86,12 @@ if ARGV[10] == '' then
       drawn = v
     end
   end
-else
+elseif draw_at > 0 then
   local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'paused', 'drawn')
   epoch, sold_out, paused, drawn = f[1], f[2], f[3], f[4]
+else
+  local f = redis.call('HMGET', KEYS[4], 'epoch', 'sold_out', 'paused')
+  epoch, sold_out, paused = f[1], f[2], f[3]
 end
 sold_out = sold_out == '1'
 paused = paused == '1'
@@ -109,7 +115,6 @@ local function answer(state, seq)
   return {state, seq, clock(), stats or redis.call('HGETALL', KEYS[4])}
 end
 
-local draw_at = tonumber(ARGV[6])
 if draw_at > 0 and drawn ~= '1' then
   if clock() < draw_at then
     local ticket = ARGV[7]
