@@ -26,8 +26,20 @@ func TestQueue_PrequeueDraw(t *testing.T) {
 	room := fmt.Sprintf("%s/events/%d/queue", a.URL, id)
 
 	fan := login(t, a, "fan1@boxoffice.test")
-	_, err = fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
-	must(t, "open the event", err)
+	// The event is cached for a second: the join must find the pre-queue
+	// open, as its page says once the cache has the change.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err = fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
+		must(t, "open the event", err)
+		if n, _ := fan.GetByTestId("prequeue-open").Count(); n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the event's page never showed the pre-queue open")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	must(t, "join", fan.GetByTestId("join-queue").Click())
 	must(t, "wait for the waiting room", fan.WaitForURL(room))
 	ticket, commitment := text(t, fan, "draw-ticket"), text(t, fan, "draw-commitment")
@@ -42,7 +54,7 @@ func TestQueue_PrequeueDraw(t *testing.T) {
 	_, err = db.Pool.Exec(ctx, `UPDATE event SET queue_opens_at = now() - interval '1 second' WHERE id = $1`, id)
 	must(t, "open the queue", err)
 	// The page reloads itself at the draw; the event is cached for a second.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for {
 		_, err := fan.Reload()
 		must(t, "reload", err)
