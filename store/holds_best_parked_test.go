@@ -33,14 +33,23 @@ func newSpanLedger() *spanLedger {
 }
 
 // grant records labels held by acct from now until exp (ms, both Redis's;
-// a hold is live at its expiry).
+// a hold is live at its expiry). A label acct holds already at now (a hold
+// asked again, which keeps its expiry: exp is then the earliest expiry of
+// the seats asked) goes on with its span, which a release then ends: a
+// second span would outlive the release.
 func (l *spanLedger) grant(acct int64, labels []string, now, exp time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	from, till := now.UnixMilli(), exp.UnixMilli()+1
 	for _, s := range labels {
-		sp := &holdSpan{acct: acct, from: now.UnixMilli(), till: exp.UnixMilli() + 1}
+		key := strconv.FormatInt(acct, 10) + " " + s
+		if sp := l.live[key]; sp != nil && sp.till > from {
+			sp.till = max(sp.till, till)
+			continue
+		}
+		sp := &holdSpan{acct: acct, from: from, till: till}
 		l.spans[s] = append(l.spans[s], sp)
-		l.live[strconv.FormatInt(acct, 10)+" "+s] = sp
+		l.live[key] = sp
 	}
 }
 
