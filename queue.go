@@ -157,6 +157,11 @@ type QueueService interface {
 	// QueueDone, QueueLeft or QueueNotInQueue (the session binding is not
 	// checked).
 	Positions(ctx context.Context, eventID int64, fans map[int64]string) (map[int64]QueuePosition, error)
+	// EntrySessions returns, for each account, the session key its live
+	// entry token is bound to ("" when it holds none), in one Redis round
+	// trip: with Positions, it tells a stream of another session of an
+	// admitted account that the turn is not its (QueueOtherSession).
+	EntrySessions(ctx context.Context, eventID int64, accounts []int64) (map[int64]string, error)
 	// EntryToken returns the account's live entry token and its remaining
 	// TTL if it was issued (or moved by a rejoin) to sessionKey. Errors:
 	// ENOENTRYTOKEN with a Reason* in Details["reason"].

@@ -241,9 +241,20 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 			return
 		}
 	}
+	bound, err := h.entrySessions(ctx, eventID, positions)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.s.Logger.Warn("queue stream: read entry tokens", "event", eventID, "err", err)
+		}
+		return
+	}
 	rendered := map[fragmentKey][]byte{}
 	for _, f := range fans {
-		v, err := h.s.queueView(ctx, e, positions[f.account], closed, f.place)
+		p, perr := positions[f.account], closed
+		if s, ok := bound[f.account]; ok && s != "" && s != f.session {
+			p, perr = boxoffice.QueuePosition{}, otherSession
+		}
+		v, err := h.s.queueView(ctx, e, p, perr, f.place)
 		if err != nil {
 			h.leave(eventID, f)
 			continue
@@ -261,6 +272,28 @@ func (h *queueHub) push(ctx context.Context, eventID int64, fans []*queueFan) {
 			h.leave(eventID, f)
 		}
 	}
+}
+
+// otherSession is the answer, to a stream, of an account admitted in
+// another of its sessions, as a poll gets it (store.Queue.Position).
+var otherSession = &boxoffice.Error{Code: boxoffice.ENOTINQUEUE, Details: map[string]any{"reason": boxoffice.ReasonOtherSession}}
+
+// entrySessions reads the session each admitted account of positions has
+// its entry token bound to (store.Queue.EntrySessions), one round trip,
+// only in a tick that shows some account admitted: an admitted fan's
+// stream ends with that tick's fragment, so a stream costs it once. An
+// account absent from the result is not admitted.
+func (h *queueHub) entrySessions(ctx context.Context, eventID int64, positions map[int64]boxoffice.QueuePosition) (map[int64]string, error) {
+	var admitted []int64
+	for acct, p := range positions {
+		if p.Status == boxoffice.QueueAdmitted {
+			admitted = append(admitted, acct)
+		}
+	}
+	if len(admitted) == 0 {
+		return nil, nil
+	}
+	return h.s.Queue.EntrySessions(ctx, eventID, admitted)
 }
 
 // write writes msg to the fan's stream, and lets the stream go when that

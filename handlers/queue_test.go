@@ -612,6 +612,47 @@ func TestQueue_Stream(t *testing.T) {
 	}
 }
 
+// When an account in line has the waiting room open in two browsers, the
+// turn goes to the session the place is bound to: that stream says
+// admitted, the other says the turn is in another browser (as its poll
+// does) and neither leads the other to the seat map.
+func TestQueue_Stream_OtherSession(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	first, _ := app.newAccount(t, "both@example.com", boxoffice.RoleFan)
+	wantStatus(t, first.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}), http.StatusSeeOther)
+	second := app.newClient(t)
+	wantStatus(t, second.do("POST", "/login", url.Values{"email": {"both@example.com"}, "password": {"correct horse"}}), http.StatusSeeOther)
+
+	_, bound := stream(t, first, ev.ID)
+	_, other := stream(t, second, ev.ID)
+	for _, ch := range []<-chan sseEvent{bound, other} {
+		if e := next(t, ch); e.name != "position" || testid(fragment(t, e), "queue-position") != "1" {
+			t.Fatalf("first event %q: %s; want position 1", e.name, e.data)
+		}
+	}
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1})
+
+	e := next(t, bound)
+	for ; e.name == "position"; e = next(t, bound) {
+	}
+	if e.name != "admitted" {
+		t.Fatalf("the bound session's stream: %q %s, want admitted", e.name, e.data)
+	}
+	for e = next(t, other); e.name == "position" && fragment(t, e).Find(`[data-queue-status="waiting"]`).Length() == 1; e = next(t, other) {
+	}
+	if e.name != "position" || fragment(t, e).Find(`[data-queue-status="other_session"]`).Length() != 1 {
+		t.Fatalf("the other session's stream: %q %s, want the other-session state", e.name, e.data)
+	}
+	if fragment(t, e).Find("[data-admitted-href]").Length() != 0 {
+		t.Errorf("the other session's fragment leads to the seat map: %s", e.data)
+	}
+	if e = next(t, other); e.name != "close" {
+		t.Errorf("then %q, want close", e.name)
+	}
+}
+
 // A stream of a fan who is not in line says so, once, and ends.
 func TestQueue_Stream_NotInQueue(t *testing.T) {
 	t.Parallel()

@@ -631,6 +631,35 @@ func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry,
 	return entry{token: token, session: session, ttl: pttl(toInt64(res[1]))}, nil
 }
 
+// EntrySessions returns, for each of accounts (of one event), the session
+// key its live entry token is bound to, or "" when it holds none, in one
+// Redis round trip (MGET of the accounts' entry:{e}:<account> keys, one
+// hash slot). The waiting room's stream reads it for the fans that
+// Positions shows admitted, so that a session that did not get the turn
+// is told so (QueueOtherSession) rather than sent to the seat map.
+func (q *Queue) EntrySessions(ctx context.Context, eventID int64, accounts []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(accounts))
+	if len(accounts) == 0 {
+		return out, nil
+	}
+	keys := make([]string, len(accounts))
+	for i, a := range accounts {
+		keys[i] = q.entryKey(eventID, a)
+	}
+	vals, err := q.Redis.Client.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read the entry tokens of %d accounts for event %d: %w", len(accounts), eventID, err)
+	}
+	for i, v := range vals {
+		if s, ok := v.(string); ok {
+			_, out[accounts[i]], _ = strings.Cut(s, "|")
+		} else {
+			out[accounts[i]] = ""
+		}
+	}
+	return out, nil
+}
+
 // pttl is the duration of a PTTL reply of n, as go-redis's PTTL gives it:
 // -1 (no expiry) and -2 (no key) stay as they are, in nanoseconds.
 func pttl(n int64) time.Duration {

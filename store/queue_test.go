@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -1019,6 +1020,27 @@ func oneTurn(t *testing.T, q *store.Queue, sessions []string) string {
 
 // Positions answers every connected fan in one round trip, whatever their
 // number, and agrees with Position.
+// EntrySessions names the session each admitted account's token is bound
+// to, a rejoin from another browser moving it, and "" for an account in
+// line or one never seen.
+func TestQueue_EntrySessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	mustJoin(t, q, 1, 4)
+	if _, err := q.Admit(ctx, admission(2), 1, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: 2, SessionKey: "sid-2-phone"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.EntrySessions(ctx, queueEvent, []int64{1, 2, 3, 4, 99})
+	want := map[int64]string{1: sess(1), 2: "sid-2-phone", 3: "", 4: "", 99: ""}
+	if err != nil || !maps.Equal(got, want) {
+		t.Fatalf("EntrySessions = %v, %v; want %v", got, err, want)
+	}
+}
+
 func TestQueue_Positions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
