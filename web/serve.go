@@ -248,24 +248,73 @@ func instanceName() string {
 // serveProfiler serves net/http/pprof's handlers (/debug/pprof/...) on ln,
 // a loopback listener of its own (PPROF_ADDR, checked by LoadConfig), never
 // on the site's listener: the load test (e2e/loadtest) takes CPU profiles of
-// the server through it. While it is on, blocking (on channels, selects,
-// mutexes: a request waiting for a pool connection among them, never for the
-// network) is sampled about once per 10 µs blocked, and mutex contention
-// once in 100 events, for /debug/pprof/block and /debug/pprof/mutex. Close
-// the returned server to stop it.
+// the server through it. Blocking (on channels, selects, mutexes: a request
+// waiting for a pool connection among them, never for the network) and
+// mutex contention are sampled only while a request for their profile runs
+// (/debug/pprof/block?seconds=N and /debug/pprof/mutex?seconds=N, see
+// windowedProfile): sampled all the time, they cost the server 2 to 7% of
+// its CPU under load, which a run of the load test would count as the
+// product's. Close the returned server to stop it.
 func serveProfiler(ln net.Listener, logger *slog.Logger) *http.Server {
-	runtime.SetBlockProfileRate(int((10 * time.Microsecond).Nanoseconds()))
-	runtime.SetMutexProfileFraction(100)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/block", &windowedProfile{name: "block", sample: func(on bool) {
+		runtime.SetBlockProfileRate(cond(on, int((10 * time.Microsecond).Nanoseconds()), 0))
+	}})
+	mux.Handle("/debug/pprof/mutex", &windowedProfile{name: "mutex", sample: func(on bool) {
+		runtime.SetMutexProfileFraction(cond(on, 100, 0))
+	}})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	go srv.Serve(ln)
 	logger.Warn("the profiler is on: serving /debug/pprof/ on a loopback listener", "addr", ln.Addr().String())
 	return srv
+}
+
+// cond is a if ok, else b.
+func cond(ok bool, a, b int) int {
+	if ok {
+		return a
+	}
+	return b
+}
+
+// windowedProfile serves the runtime profile name ("block" or "mutex") over
+// a window the request names, ?seconds=N (net/http/pprof's delta profile):
+// sampling is turned on (sample(true)) when the first such request starts
+// and off when the last one ends, so that the server pays for it only
+// then. Blocking is sampled about once per 10 µs blocked, mutex contention
+// once in 100 events. A request without seconds, which would read what was
+// sampled outside any window, is answered 400 with a sentence that says so.
+type windowedProfile struct {
+	name   string
+	sample func(on bool)
+
+	mu   sync.Mutex
+	open int // requests in their window
+}
+
+func (p *windowedProfile) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.FormValue("seconds") == "" {
+		http.Error(w, p.name+" events are sampled only while a request for them runs: ask for a window, /debug/pprof/"+p.name+"?seconds=N", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	if p.open++; p.open == 1 {
+		p.sample(true)
+	}
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.open--; p.open == 0 {
+			p.sample(false)
+		}
+		p.mu.Unlock()
+	}()
+	pprof.Handler(p.name).ServeHTTP(w, r)
 }
 
 // migrate applies the migrations and exits.
