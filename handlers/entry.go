@@ -79,9 +79,14 @@ func (s *Server) handleEntry(c echo.Context) error {
 // noEntry answers a request that has no live entry token: the error for
 // JSON and htmx (views words it by its reason), a redirect to the queue
 // page when the token expired, and otherwise a page that explains and
-// links back to the queue.
+// links back to the queue; for an event that does not exist or is a draft
+// (to anyone but an admin), 404 not_found, whatever the reason.
 func (s *Server) noEntry(c echo.Context, eventID int64, err error) error {
 	if boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN {
+		return err
+	}
+	// The event comes from the instance's cache, read on refusals only.
+	if _, err := s.liveEvent(c.Request().Context(), eventID); err != nil {
 		return err
 	}
 	reason := boxoffice.NoEntryReason(err)

@@ -233,3 +233,42 @@ func TestEntry_RejoinMovesTurn(t *testing.T) {
 		t.Errorf("holds in the new turn after logging out = %v, want none", m.Holds.Seats)
 	}
 }
+
+// An event that does not exist is 404 not_found on every route of a fan's
+// sale, those that need an entry token included, never 403 no_entry_token.
+func TestEntry_UnknownEvent(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	fan, _ := app.newAccount(t, "lost@example.com", boxoffice.RoleFan)
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/events/999999/entry"},
+		{"POST", "/events/999999/orders"},
+		{"POST", "/events/999999/leave"},
+		{"POST", "/events/999999/holds"},
+		{"DELETE", "/events/999999/holds/A-1-1"},
+		{"GET", "/events/999999/seats"},
+		{"GET", "/events/999999/seats/status"},
+		{"GET", "/events/999999/queue/status"},
+		{"POST", "/events/999999/queue"},
+	} {
+		for _, accept := range []string{"application/json", "text/html"} {
+			form := url.Values(nil)
+			if r.method == "POST" {
+				form = url.Values{"seat": {"A-1-1"}}
+			}
+			resp := fan.do(r.method, r.path, form, "Accept: "+accept)
+			if resp.StatusCode != http.StatusNotFound {
+				t.Errorf("%s %s (%s) = %d, want 404", r.method, r.path, accept, resp.StatusCode)
+			}
+			if accept == "application/json" {
+				var body struct{ Error string }
+				decodeJSON(t, resp, &body)
+				if body.Error != boxoffice.ENOTFOUND {
+					t.Errorf("%s %s: error %q, want %q", r.method, r.path, body.Error, boxoffice.ENOTFOUND)
+				}
+			} else {
+				resp.Body.Close()
+			}
+		}
+	}
+}
