@@ -35,13 +35,13 @@ var (
 	//go:embed lua/queue_join.lua lua/queue_draw.lua lua/queue_draw_run.lua
 	queueLua embed.FS
 
-	queueJoinScript      = loadScript(queueLua, "lua/queue_draw.lua", "lua/queue_join.lua")
+	queueJoinScript      = newHotScript(loadScript(queueLua, "lua/queue_draw.lua", "lua/queue_join.lua"))
 	queueDrawScript      = loadScript(queueLua, "lua/queue_draw.lua", "lua/queue_draw_run.lua")
 	queueAdmitScript     = redis.NewScript(queueAdmitLua)
 	queueStatsScript     = redis.NewScript(queueStatsLua)
 	queueDrawStateScript = redis.NewScript(queueDrawStateLua)
-	queuePositionsScript = redis.NewScript(queuePositionsLua)
-	queueEntryScript     = redis.NewScript(queueEntryLua)
+	queuePositionsScript = newHotScript(redis.NewScript(queuePositionsLua))
+	queueEntryScript     = newHotScript(redis.NewScript(queueEntryLua))
 )
 
 // Queue is the waiting room of every event, in Redis (DESIGN.md rules 5, 6
@@ -84,7 +84,7 @@ type Queue struct {
 	// hooks see no request's context, so tests that count a request's
 	// commands through a hook leave it nil. Admissions, draws and the
 	// figures' own reads stay on Redis.Client.
-	Pipe redis.Scripter
+	Pipe HotScripter
 	// Metrics, if not nil, counts joins and admissions.
 	Metrics *QueueMetrics
 
@@ -95,8 +95,16 @@ type Queue struct {
 	keys    atomic.Pointer[map[int64]*queueKeys]
 }
 
+// HotScripter is where the queue's hot scripts go (Queue.Pipe): go-redis's
+// scripting commands, and Process, which sends a script's call as runHot
+// builds it.
+type HotScripter interface {
+	redis.Scripter
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
 // hot returns where the hot requests' scripts go: Pipe, or Redis.Client.
-func (q *Queue) hot() redis.Scripter {
+func (q *Queue) hot() HotScripter {
 	if q.Pipe != nil {
 		return q.Pipe
 	}
@@ -243,6 +251,10 @@ func (q *Queue) preAcctKey(e int64) string {
 // three or four, and each built anew was an allocation.
 type queueKeys struct {
 	queue, seq, sess, stats, live, pre, preAcct, bought, entryPrefix string
+	// boxed holds the keys that the hot scripts name (the join's, the
+	// positions' and the entry read's), boxed once as a call's arguments
+	// (hotCall).
+	boxed struct{ queue, seq, sess, stats, live, pre, preAcct, bought any }
 }
 
 // keysOf returns event e's queueKeys. The instance keeps them for every
@@ -261,6 +273,8 @@ func (q *Queue) keysOf(e int64) *queueKeys {
 		preAcct: q.Redis.Key("prequeue:acct:{%d}", e), bought: q.Redis.boughtKey(e),
 		entryPrefix: q.Redis.entryPrefix(e),
 	}
+	k.boxed.queue, k.boxed.seq, k.boxed.sess, k.boxed.stats = k.queue, k.seq, k.sess, k.stats
+	k.boxed.live, k.boxed.pre, k.boxed.preAcct, k.boxed.bought = k.live, k.pre, k.preAcct, k.bought
 	for {
 		old := q.keys.Load()
 		next := make(map[int64]*queueKeys, 1)
@@ -320,22 +334,25 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		}
 		drawAt = r.DrawAt.UnixMilli()
 	}
-	k := q.keysOf(eventID)
-	keys := []string{k.queue, k.seq, k.sess, k.stats, q.entryKey(eventID, accountID), k.bought, k.pre, k.preAcct}
+	k := q.keysOf(eventID).boxed
+	call := hotCall(9 + 11)
+	call = append(call, k.queue, k.seq, k.sess, k.stats, q.entryKey(eventID, accountID), k.bought, k.pre, k.preAcct)
 	var proofUntil int64
 	if r.Proof != "" {
 		// kept a minute past the expiry, so that a Redis clock behind ours
 		// cannot forget a proof that Verify still takes
-		keys, proofUntil = append(keys, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
+		call, proofUntil = append(call, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
 	}
+	keys := len(call) - len(hotCall(0))
 	gen := q.figuresGen(eventID)
 	kept, fresh := q.currentFigures(eventID)
 	var keptEpoch string
 	if fresh {
 		keptEpoch = kept.st.epoch
 	}
-	res, err := queueJoinScript.Run(ctx, q.hot(), keys, accountID, sessionKey, epoch, token, max(r.Limit, 0),
-		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boolArg(kept.st.soldOut), boolArg(kept.st.pace.Paused)).Slice()
+	call = append(call, accountID, sessionKey, epoch, token, max(r.Limit, 0),
+		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boxedBool(kept.st.soldOut), boxedBool(kept.st.pace.Paused))
+	res, err := q.runHot(ctx, queueJoinScript, false, keys, call).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -474,16 +491,18 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	if fl != nil {
 		gen = fl.gen
 	}
-	args := make([]any, len(positionsArgs), len(positionsArgs)+len(ids))
-	copy(args, positionsArgs)
-	for _, id := range ids {
-		args = append(args, strconv.FormatInt(id, 10))
-	}
-	keys, replies := []string{q.queueKey(eventID), q.liveKey(eventID), q.statsKey(eventID)}, 2+2*len(ids)
+	k := q.keysOf(eventID).boxed
+	call := hotCall(4 + len(positionsArgs) + len(ids))
+	call, replies := append(call, k.queue, k.live, k.stats), 2+2*len(ids)
 	if sessionKey != "" {
-		keys, replies = append(keys, q.entryKey(eventID, ids[0])), replies+1
+		call, replies = append(call, q.entryKey(eventID, ids[0])), replies+1
 	}
-	res, err := queuePositionsScript.RunRO(ctx, q.hot(), keys, args...).Slice()
+	keys := len(call) - len(hotCall(0))
+	call = append(call, positionsArgs...)
+	for _, id := range ids {
+		call = append(call, strconv.FormatInt(id, 10))
+	}
+	res, err := q.runHot(ctx, queuePositionsScript, true, keys, call).Slice()
 	var packed, bound string
 	if err == nil {
 		if len(res) == replies {
@@ -612,8 +631,8 @@ func noEntryYet() error {
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
 	acct := strconv.FormatInt(accountID, 10)
 	k := q.keysOf(eventID)
-	keys := []string{k.entryPrefix + acct, k.live}
-	res, err := queueEntryScript.RunRO(ctx, q.hot(), keys, acct).Slice()
+	call := append(hotCall(3), k.entryPrefix+acct, k.boxed.live, acct)
+	res, err := q.runHot(ctx, queueEntryScript, true, 2, call).Slice()
 	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
 	}
@@ -1020,6 +1039,16 @@ func twoRandomTokens() (string, string) {
 }
 
 func equal(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+// boxedBool is boolArg(b) as a script call's argument, boxed once.
+func boxedBool(b bool) any {
+	if b {
+		return boxedTrue
+	}
+	return boxedFalse
+}
+
+var boxedTrue, boxedFalse any = boolArg(true), boolArg(false)
 
 func boolArg(b bool) string {
 	if b {

@@ -1686,3 +1686,44 @@ func TestQueue_Pipe(t *testing.T) {
 		t.Fatalf("admitted %d, want %d", len(admitted.Admitted), accounts/2)
 	}
 }
+
+// TestQueue_ScriptsFlushed sends the hot scripts (a join, a position read, an
+// entry read) to a Redis that has forgotten them (SCRIPT FLUSH, as after a
+// restart), on the plain client and through the automatic pipeline: each is
+// sent again with EVAL and answers as before. Not parallel: the flush
+// empties the scripts of every test on this Redis (they load theirs again
+// the same way).
+func TestQueue_ScriptsFlushed(t *testing.T) {
+	ctx := context.Background()
+	plain := newQueue(t)
+	piped := &store.Queue{Redis: plain.Redis}
+	pipe, err := plain.Redis.AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	piped.Pipe = pipe
+	mustJoin(t, plain, 1, 2)
+	mustAdmit(t, plain, admission(1), 1)
+	for i, q := range []*store.Queue{plain, piped, plain, piped} {
+		if err := plain.Redis.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		acct := int64(i + 3)
+		p, err := q.Join(ctx, boxoffice.JoinRequest{EventID: queueEvent, AccountID: acct, SessionKey: sess(acct)})
+		if err != nil || p.Status != boxoffice.QueueWaiting || p.Position != i+2 {
+			t.Fatalf("client %d: Join = %+v, %v; want waiting at position %d", i, p, err, i+2)
+		}
+		if err := plain.Redis.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := q.Position(ctx, queueEvent, acct, boxoffice.QueuePlace{}); err != nil || got.Sequence != p.Sequence {
+			t.Fatalf("client %d: Position = %+v, %v; want sequence %d", i, got, err, p.Sequence)
+		}
+		if err := plain.Redis.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.CheckEntry(ctx, queueEvent, 1, sess(1)); err != nil {
+			t.Fatalf("client %d: CheckEntry of the admitted fan = %v, want nil", i, err)
+		}
+	}
+}
