@@ -86,29 +86,32 @@ func (s *Server) keepQueuePlace(c echo.Context, e *boxoffice.Event, p boxoffice.
 		}
 	}
 	acct := boxoffice.AccountFromContext(c.Request().Context())
-	var valueBuf, pathBuf [64]byte
-	v := append(append(valueBuf[:0], p.Epoch...), '.')
-	v = append(strconv.AppendInt(v, acct.ID, 10), '.')
-	v = append(strconv.AppendInt(v, seq, 10), '.')
-	v = strconv.AppendInt(v, int64(start), 10)
-	path := strconv.AppendInt(append(pathBuf[:0], "/events/"...), e.ID, 10)
-	path = append(path, "/queue"...)
-	// The cookie stays on the stack (echo's SetCookie hands it to an
-	// interface, which moves it to the heap) and its line is added as
-	// http.SetCookie adds it.
-	cookie := http.Cookie{
-		Name:     queuePlaceCookie,
-		Value:    string(v),
-		Path:     string(path),
-		MaxAge:   max(int(min(e.SaleEndsAt.Sub(s.Now()), maxQueuePlaceAge)/time.Second), 1),
-		HttpOnly: true,
-		Secure:   s.Sessions.Cookie.Secure,
-		SameSite: http.SameSiteLaxMode,
+	maxAge := max(int64(min(e.SaleEndsAt.Sub(s.Now()), maxQueuePlaceAge)/time.Second), 1)
+	var buf [192]byte
+	line := appendQueuePlaceCookie(buf[:0], p.Epoch, acct.ID, seq, start, e.ID, maxAge, s.Sessions.Cookie.Secure)
+	h := c.Response().Header()
+	h["Set-Cookie"] = append(h["Set-Cookie"], string(line))
+}
+
+// appendQueuePlaceCookie appends the Set-Cookie line of the place cookie
+// "<epoch>.<account>.<seq>.<start>" of event e, as http.Cookie's String
+// writes it (HttpOnly, SameSite=Lax, Secure when secure), written in one
+// buffer: net/http's builds the value and the path as strings, then the
+// line, and checks each byte of them, where every byte here is a digit, a
+// constant or the epoch's (boxoffice.ValidQueueEpoch, checked by the caller:
+// letters, digits, '-' and '_').
+func appendQueuePlaceCookie(b []byte, epoch string, account, seq int64, start int, e, maxAge int64, secure bool) []byte {
+	b = append(append(b, queuePlaceCookie+"="...), epoch...)
+	b = strconv.AppendInt(append(b, '.'), account, 10)
+	b = strconv.AppendInt(append(b, '.'), seq, 10)
+	b = strconv.AppendInt(append(b, '.'), int64(start), 10)
+	b = strconv.AppendInt(append(b, "; Path=/events/"...), e, 10)
+	b = strconv.AppendInt(append(b, "/queue; Max-Age="...), maxAge, 10)
+	b = append(b, "; HttpOnly"...)
+	if secure {
+		b = append(b, "; Secure"...)
 	}
-	if line := cookie.String(); line != "" {
-		h := c.Response().Header()
-		h["Set-Cookie"] = append(h["Set-Cookie"], line)
-	}
+	return append(b, "; SameSite=Lax"...)
 }
 
 // progress returns how far the fan at p has come since this browser joined.

@@ -3,7 +3,9 @@ package handlers
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
 	"testing"
 	"time"
 
@@ -43,4 +45,25 @@ func TestPositionAppendJSON(t *testing.T) {
 		}
 	}
 	t.Logf("%d positions compared", n)
+}
+
+// keepQueuePlace's hand-appended Set-Cookie line must be the line that
+// net/http's Cookie.String writes for the same cookie, for any figures and
+// epoch alphabet, Secure or not.
+func TestQueuePlaceCookieLine(t *testing.T) {
+	epochs := []string{"AAAAAAAAAAAAAAAAAAAAAA", "az09-_AZaz09-_AZaz09-_", "__________------------"}
+	numbers := []int64{0, 1, 9, 10, 12345, math.MaxInt32, math.MaxInt64}
+	for _, epoch := range epochs {
+		for _, n := range numbers {
+			for _, secure := range []bool{false, true} {
+				start, maxAge := int(n%math.MaxInt32), max(n%86401, 1)
+				value := fmt.Sprintf("%s.%d.%d.%d", epoch, n, n/2, start)
+				want := (&http.Cookie{Name: queuePlaceCookie, Value: value, Path: fmt.Sprintf("/events/%d/queue", n),
+					MaxAge: int(maxAge), HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}).String()
+				if got := string(appendQueuePlaceCookie(nil, epoch, n, n/2, start, n, maxAge, secure)); got != want {
+					t.Errorf("got  %s\nwant %s", got, want)
+				}
+			}
+		}
+	}
 }
