@@ -38,7 +38,11 @@ func (s *Server) language(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		h := c.Response().Header()
 		h["Content-Language"] = contentLanguage[lang]
-		addVary(h, "Accept-Language, Cookie")
+		if len(h["Vary"]) == 0 {
+			h["Vary"] = varyLanguage
+		} else {
+			addVary(h, varyLanguage...)
+		}
 		c.SetRequest(r.WithContext(boxoffice.NewContextWithLang(r.Context(), lang)))
 		return next(c)
 	}
@@ -53,6 +57,11 @@ var contentLanguage = func() map[string][]string {
 	}
 	return m
 }()
+
+// varyLanguage is the Vary line of an answer in the language chosen
+// (language), shared as contentLanguage's values are: the language comes
+// from the Accept-Language header and the language cookie.
+var varyLanguage = []string{"Accept-Language, Cookie"}
 
 // defaultLang is s.DefaultLang, or views.Korean when unset.
 func (s *Server) defaultLang() string {
