@@ -343,7 +343,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		// cannot forget a proof that Verify still takes
 		call, proofUntil = append(call, q.proofKey(eventID, r.Proof)), r.ProofExpires.Add(time.Minute).UnixMilli()
 	}
-	keys := len(call) - len(hotCall(0))
+	keys := len(call) - hotCallStart
 	gen := q.figuresGen(eventID)
 	kept, fresh := q.currentFigures(eventID)
 	var keptEpoch string
@@ -497,7 +497,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	if sessionKey != "" {
 		call, replies = append(call, q.entryKey(eventID, ids[0])), replies+1
 	}
-	keys := len(call) - len(hotCall(0))
+	keys := len(call) - hotCallStart
 	call = append(call, positionsArgs...)
 	for _, id := range ids {
 		call = append(call, strconv.FormatInt(id, 10))
