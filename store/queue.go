@@ -136,8 +136,12 @@ func (f queueFigures) window(t time.Time) int64 {
 }
 
 // keepFigures keeps st, read at now on Redis's clock, as the event's figures
-// unless newer ones are kept or this instance admitted since gen
-// (figuresGen) was taken before the read; it returns the figures read.
+// unless ones read later on that clock are kept or this instance admitted
+// since gen (figuresGen) was taken before the read; it returns the figures
+// read. Figures read in the same millisecond are replaced: the later read
+// is the one of the current tick window (Redis's clock counts whole
+// milliseconds, and a read at the end of one window and the next at the
+// start of the following one may share one).
 func (q *Queue) keepFigures(eventID int64, gen uint64, st queueStats, now time.Time) queueFigures {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -148,7 +152,7 @@ func (q *Queue) keepFigures(eventID int64, gen uint64, st queueStats, now time.T
 	if q.figures == nil {
 		q.figures = map[int64]queueFigures{}
 	}
-	if old, ok := q.figures[eventID]; !ok || now.After(old.now) {
+	if old, ok := q.figures[eventID]; !ok || !now.Before(old.now) {
 		q.figures[eventID] = f
 	}
 	return f
