@@ -31,16 +31,26 @@ func TestAdminAudit(t *testing.T) {
 	}
 	newest := rows.First()
 	if got := newest.AttrOr("data-action", ""); got != "admission" || !strings.Contains(newest.Find(`[data-testid="audit-who"]`).Text(), "auditor@example.com") ||
-		!strings.Contains(newest.Find(`[data-testid="audit-change"]`).Text(), "rate: 100 → 7") {
-		t.Errorf("newest entry %s by %q changing %q; want admission by auditor@example.com, rate: 100 → 7",
+		!strings.Contains(newest.Find(`[data-testid="audit-change"]`).Text(), "admission rate (fans per second): 100 → 7") ||
+		strings.Contains(newest.Find(`[data-testid="audit-change"]`).Text(), "paused") {
+		t.Errorf("newest entry %s by %q changing %q; want admission by auditor@example.com, admission rate (fans per second): 100 → 7 and nothing about the pause, which did not change",
 			got, newest.Find(`[data-testid="audit-who"]`).Text(), newest.Find(`[data-testid="audit-change"]`).Text())
 	}
 
-	for lang, want := range map[string]string{"en": "status: Draft → On sale", "ko": "status: 비공개 → 판매 중"} {
+	for lang, want := range map[string]string{"en": "status: Draft → On sale", "ko": "상태: 비공개 → 판매 중"} {
 		published := doc(t, admin.do("GET", "/admin/audit?action=event_publish", nil, "Accept-Language: "+lang))
 		if got := published.Find(`[data-testid="audit-change"]`).Text(); !strings.Contains(got, want) {
 			t.Errorf("%s: the publish's change %q, want %q", lang, got, want)
 		}
+	}
+
+	// A notice's text is shown as typed, not as JSON's escapes of < and >.
+	if resp := admin.do("POST", fmt.Sprintf("/admin/events/%d/broadcast", e.ID), url.Values{"message": {"<b>곧 재개</b>"}}); resp.StatusCode >= 400 {
+		t.Fatalf("broadcast: %d", resp.StatusCode)
+	}
+	notice := doc(t, admin.do("GET", "/admin/audit?action=broadcast", nil, "Accept-Language: ko"))
+	if got := notice.Find(`[data-testid="audit-change"]`).Text(); !strings.Contains(got, `공지 내용: "<b>곧 재개</b>"`) {
+		t.Errorf("the notice's change %q, want 공지 내용: \"<b>곧 재개</b>\"", got)
 	}
 
 	resp := admin.do("GET", fmt.Sprintf("/admin/audit?action=venue_rename&admin=%d", adminAcct.ID), nil, "Accept: application/json")
@@ -62,8 +72,8 @@ func TestAdminAudit(t *testing.T) {
 	if len(got.Entries) != 1 || got.Entries[0].VenueID != v.ID || got.Entries[0].Before["name"] != "Hall" || got.Entries[0].After["name"] != "Grand Hall" || got.Next != nil {
 		t.Errorf("renames by the admin: %+v, want the one from Hall to Grand Hall", got)
 	}
-	if d := doc(t, admin.do("GET", fmt.Sprintf("/admin/audit?event=%d", e.ID), nil)); d.Find(`[data-testid="audit-row"]`).Length() != 3 {
-		t.Errorf("%d entries of the event, want 3 (created, published, paced)", d.Find(`[data-testid="audit-row"]`).Length())
+	if d := doc(t, admin.do("GET", fmt.Sprintf("/admin/audit?event=%d", e.ID), nil)); d.Find(`[data-testid="audit-row"]`).Length() != 4 {
+		t.Errorf("%d entries of the event, want 4 (created, published, paced, the notice)", d.Find(`[data-testid="audit-row"]`).Length())
 	}
 
 	resp = admin.do("GET", "/admin/audit?event=x&admin=-1&action=DROP%20TABLE&after=z", nil)
