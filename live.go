@@ -19,9 +19,10 @@ type SaleFigures struct {
 	// OrdersLastMinute counts the event's orders confirmed in the 60 s
 	// before the figures were read (by the database's clock).
 	OrdersLastMinute int
-	// PaymentFailures counts the event's FAILED orders: a payment the
-	// confirmation refused (amount not the order's, seats gone before a late
-	// payment arrived, limit reached).
+	// PaymentFailures counts the payments the confirmation refused: the
+	// event's FAILED orders (amount not the order's) and its orders
+	// REFUNDED without ever being confirmed (seats gone before a late
+	// payment arrived, limit reached, order already paid).
 	PaymentFailures int
 	// Refunds counts the refunds applied to the event's orders (an admin's
 	// or one made at the PG), each refund once however many tickets it has.

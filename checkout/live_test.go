@@ -103,6 +103,23 @@ func TestSaleFigures(t *testing.T) {
 	if f := saleFigures(env, t); f.OrdersLastMinute != 0 || f.Sold != 3 || f.Revenue != want.Revenue {
 		t.Errorf("later: %+v, want 0 orders in the last minute, 3 sold for %d", f, want.Revenue)
 	}
+
+	// A payment that came after its order expired and another fan took the
+	// seat is refunded by the confirmation: a payment failure too, though
+	// its order ends REFUNDED, not FAILED; the admin's refund above is not.
+	late := env.Order(t, env.Account(t), ev.S[3])
+	key, amount = env.Pay(t, late, sandbox.ScenarioWebhookNever)
+	env.Expire(t)
+	taker := env.Account(t)
+	if _, err := env.Holds.Hold(ctx, boxoffice.HoldRequest{EventID: ev.ID, AccountID: taker, Limit: figuresLimit, TTL: figuresHoldTTL}, []string{ev.S[3]}); err != nil {
+		t.Fatal(err)
+	}
+	if c := env.MustRedirect(t, late.ID, key, amount); c.Order.Status != boxoffice.OrderRefunded {
+		t.Fatalf("late payment's order is %s, want REFUNDED", c.Order.Status)
+	}
+	if f := saleFigures(env, t); f.PaymentFailures != 2 || f.Refunds != 1 {
+		t.Errorf("after the late payment: %d payment failures and %d refunds, want 2 and 1", f.PaymentFailures, f.Refunds)
+	}
 }
 
 // Hundreds of fans hold, check out and pay for the seats of a small event

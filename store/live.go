@@ -22,8 +22,9 @@ var liveHeldScript = redis.NewScript(liveHeldLua)
 // of the last minute ($3). Each seat takes the first state that applies:
 // sold (sold_seat), blocked, held (a live hold, or an item of a
 // PENDING_PAYMENT order), free. Revenue is the prices of the sold seats'
-// order items. The event-wide counts (confirmed in the last minute, FAILED
-// orders, refunds done) repeat on every row.
+// order items. The event-wide counts (confirmed in the last minute, payments
+// refused: FAILED orders and those REFUNDED by their confirmation, which
+// never confirmed them; refunds done) repeat on every row.
 const saleFiguresSQL = `
 	WITH held AS (SELECT DISTINCT unnest($2::text[]) AS label),
 	unpaid AS (
@@ -52,7 +53,7 @@ const saleFiguresSQL = `
 		COALESCE(sum(s.price) FILTER (WHERE s.state = 'sold'), 0)::bigint,
 		e.currency,
 		(SELECT count(*) FROM orders WHERE event_id = $1 AND status IN ('CONFIRMED', 'REFUNDED') AND confirmed_at > $3),
-		(SELECT count(*) FROM orders WHERE event_id = $1 AND status = 'FAILED'),
+		(SELECT count(*) FROM orders WHERE event_id = $1 AND (status = 'FAILED' OR (status = 'REFUNDED' AND confirmed_at IS NULL))),
 		(SELECT count(*) FROM refund r JOIN orders o ON o.id = r.order_id WHERE o.event_id = $1 AND r.status = 'done')
 	FROM event e
 	JOIN grade g ON g.event_id = e.id
