@@ -81,7 +81,7 @@ func TestAdminEventBlocks(t *testing.T) {
 	wantStatus(t, resp, http.StatusConflict)
 	var both struct{ Message string }
 	decodeJSON(t, resp, &both)
-	if !strings.Contains(both.Message, "just taken") || !strings.Contains(both.Message, "not for sale: A-1-1") {
+	if !strings.Contains(both.Message, "already sold or were just chosen by someone else") || !strings.Contains(both.Message, "not for sale: A-1-1") {
 		t.Errorf("hold of a blocked and a held seat says %q, want both reasons", both.Message)
 	}
 

@@ -470,7 +470,7 @@ func TestHolds_Hold(t *testing.T) {
 		}
 		d = doc(t, c.do("GET", seatsPath(e.ID)+"?section=A", nil))
 		notice := d.Find(`[data-testid=hold-notice]`)
-		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "just taken") || !strings.Contains(notice.Text(), "Section A, row 3, seat 1") {
+		if !notice.HasClass("error") || !strings.Contains(notice.Text(), "already sold or were just chosen by someone else") || !strings.Contains(notice.Text(), "Section A, row 3, seat 1") {
 			t.Errorf("notice = %q, want the refusal naming section A, row 3, seat 1", notice.Text())
 		}
 	})
@@ -489,7 +489,7 @@ func TestHolds_Hold(t *testing.T) {
 		resp = c.do("POST", holdsPath(e.ID), url.Values{"seat": {"A-3-1"}}, "HX-Request: true")
 		wantStatus(t, resp, http.StatusConflict)
 		d = doc(t, resp)
-		if !strings.Contains(testid(d, "hold-notice"), "just taken") || !strings.Contains(testid(d, "held-seats"), "Section A, row 3, seat 5") {
+		if !strings.Contains(testid(d, "hold-notice"), "already sold or were just chosen by someone else") || !strings.Contains(testid(d, "held-seats"), "Section A, row 3, seat 5") {
 			t.Error("a refused htmx hold does not answer the panel with the refusal")
 		}
 	})

@@ -135,11 +135,11 @@ func TestNotices(t *testing.T) {
 		"seats": []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6", "A-1-7"},
 	}}
 	n := RefusedNotice(en, m, errors.Join(errors.New("context"), err))
-	if !n.Error || !strings.HasPrefix(n.Text, "Some of these seats were just taken. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
+	if !n.Error || !strings.HasPrefix(n.Text, "Some of these seats are already sold or were just chosen by someone else. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
 		t.Errorf("RefusedNotice = %+v", n)
 	}
 	n = RefusedNotice(ko, m, err)
-	if !strings.HasPrefix(n.Text, "방금 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(n.Text, "; 외 2석)") {
+	if !strings.HasPrefix(n.Text, "이미 판매되었거나 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(n.Text, "; 외 2석)") {
 		t.Errorf("RefusedNotice(ko) = %+v", n)
 	}
 	if got := ReleasedNotice(en, m, "A-1-8").Text; got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
