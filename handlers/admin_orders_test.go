@@ -97,7 +97,7 @@ func TestAdminOrderRefund(t *testing.T) {
 		}
 	}
 	page = doc(t, admin.do("GET", "/admin/audit?action=refund", nil, "Accept-Language: ko"))
-	if got := page.Find(`[data-testid="audit-change"]`).First().Text(); !strings.Contains(got, "status: 예매 완료 → 환불 완료") {
-		t.Errorf("the audit log's last refund, in Korean: %q, want status: 예매 완료 → 환불 완료", got)
+	if got := page.Find(`[data-testid="audit-change"]`).First().Text(); !strings.Contains(got, "상태: 예매 완료 → 환불 완료") {
+		t.Errorf("the audit log's last refund, in Korean: %q, want 상태: 예매 완료 → 환불 완료", got)
 	}
 }
