@@ -242,3 +242,47 @@ func TestBodyTimeout(t *testing.T) {
 		}
 	})
 }
+
+// A JSON body sent where the site reads forms is refused with a sentence
+// that says to send a form, and changes nothing, rather than being read as
+// a form whose every field is empty; a post without a body, whatever its
+// Content-Type, and a form are read as before.
+func TestFormOnly(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.openEvent(t)
+	fan, _ := app.newAccount(t, "json@example.com", boxoffice.RoleFan)
+	post := func(path, contentType, body string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest("POST", app.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Accept", "application/json")
+		req.Header.Set("Accept-Language", "en")
+		resp, err := fan.Client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	for _, r := range []struct{ path, contentType, body string }{
+		{"/login", "application/json", `{"email":"json@example.com","password":"correct horse"}`},
+		{fmt.Sprintf("/events/%d/holds", ev.ID), "application/json; charset=utf-8", `{"seat":["A-1-1"]}`},
+		{fmt.Sprintf("/events/%d/queue", ev.ID), "text/plain", "join"},
+	} {
+		resp := post(r.path, r.contentType, r.body)
+		var body struct{ Error, Message string }
+		decodeJSON(t, resp, &body)
+		if resp.StatusCode != http.StatusBadRequest || body.Error != boxoffice.EBADREQUEST || !strings.Contains(body.Message, "Send this address a form") {
+			t.Errorf("POST %s (%s): %d %q %q, want 400 bad_request asking for a form", r.path, r.contentType, resp.StatusCode, body.Error, body.Message)
+		}
+	}
+	// The refused join placed nobody.
+	wantStatus(t, fan.do("GET", fmt.Sprintf("/events/%d/queue/status", ev.ID), nil, "Accept: application/json"), http.StatusNotFound)
+	if resp := post(fmt.Sprintf("/events/%d/queue", ev.ID), "application/json", ""); resp.StatusCode != http.StatusOK {
+		t.Errorf("a join without a body, Content-Type application/json: %d, want 200", resp.StatusCode)
+	}
+}

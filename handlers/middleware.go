@@ -313,6 +313,29 @@ func readableInput(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// errNotAForm answers a body that is not a form sent to the site's routes.
+var errNotAForm = boxoffice.NewError(boxoffice.EBADREQUEST, "err_send_form")
+
+// formOnly refuses with 400 bad_request (err_send_form) a request to the
+// site's routes whose body is neither an urlencoded nor a multipart form (a
+// JSON body, say): their handlers read forms only, and would otherwise see
+// every field empty and answer as if the person had left them blank. A
+// request without a body is let through whatever its Content-Type. The PG's
+// webhook and the sandbox PG, which read JSON, are not under it.
+func formOnly(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+			return next(c)
+		}
+		switch mediaType(r.Header.Get(echo.HeaderContentType)) {
+		case echo.MIMEApplicationForm, echo.MIMEMultipartForm:
+			return next(c)
+		}
+		return errNotAForm
+	}
+}
+
 // mediaType is the media type of a Content-Type header, lower case, or ""
 // when it has none or it cannot be read; the plain form type that browsers
 // send on every post is recognized without parsing.

@@ -190,7 +190,7 @@ func (s *Server) Handler() http.Handler {
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles())
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/favicon.ico", echo.WrapHandler(http.FileServerFS(static.FS)))
 
-	app := routes{e: e}.group("", s.loadSession)
+	app := routes{e: e}.group("", s.loadSession, formOnly)
 	app.GET("/", s.handleHome)
 	app.GET("/events/:id", s.handleEvent)
 	app.GET("/signup", s.handleSignupPage)
