@@ -39,6 +39,12 @@ const (
 	ENOHOLDS       = "no_holds"       // 409: checkout without live holds
 	ENOTTOGETHER   = "not_together"   // 409: no block of the asked number of seats is left together
 	EBADCHOICE     = "bad_choice"     // 400: a best-available grade or quantity that cannot be asked for
+	// ESEATINORDER (409): a release of a seat that is in the account's
+	// order awaiting payment; Details["order_id"] names the order.
+	ESEATINORDER = "seat_in_order"
+	// EORDERPENDING (409): leaving the sale while the account has an order
+	// awaiting payment; Details["order_id"] names the order.
+	EORDERPENDING = "order_pending"
 	// ECHALLENGEREQUIRED (428): the event asks a proof of work to join;
 	// Details["challenge"] is the ALTCHA challenge to solve.
 	ECHALLENGEREQUIRED = "challenge_required"

@@ -174,7 +174,10 @@ type HoldService interface {
 	// Errors: ENOENTRYTOKEN (see Shopper); EBADSEAT for a malformed or
 	// unknown label; ENOTFOUND when the account does not hold the seat
 	// (free, expired, sold or held by another account), changing nothing,
-	// with the state still returned.
+	// with the state still returned; ESEATINORDER (Details["order_id"])
+	// when the seat is in the account's order awaiting payment, which keeps
+	// it held until the order is paid or ends, changing nothing, with the
+	// state still returned.
 	Release(ctx context.Context, s Shopper, label string) (SeatMapState, error)
 	// SeatStatuses returns the state of all the event's seats for the
 	// shopper, with a constant number of Redis round trips. Errors:
@@ -185,9 +188,11 @@ type HoldService interface {
 	MyHolds(ctx context.Context, eventID, accountID int64) ([]string, time.Duration, error)
 	// ExtendHolds moves the expiry of those of labels that the account still
 	// holds to ttl from now (never earlier than it was), for the order
-	// orderID, whose expiry then ends only those holds. Errors: ESEATTAKEN
-	// with Details["seats"] the labels no longer held (the others were
-	// extended).
+	// orderID, whose expiry then ends only those holds; while the order
+	// awaits payment its seats cannot be released (Release, Leave). Errors:
+	// ESEATTAKEN with Details["seats"] the labels no longer held (the others
+	// were extended, and none of them is the order's then: the caller
+	// cancels it).
 	ExtendHolds(ctx context.Context, eventID, accountID int64, orderID string, labels []string, ttl time.Duration) error
 	// MarkSold records in Redis, after the confirmation committed, that
 	// labels are sold and that the account bought boughtTotal tickets of the
@@ -198,7 +203,9 @@ type HoldService interface {
 	// Leave ends the shopper's turn: all the account's holds for the event
 	// and its entry token end at once, so that its place among the
 	// shoppers frees for the next admission. Errors: ENOENTRYTOKEN (see
-	// Shopper), then nothing changed.
+	// Shopper); EORDERPENDING (Details["order_id"]) while the account has an
+	// order awaiting payment, whose seats stay held; with either, nothing
+	// changed.
 	Leave(ctx context.Context, s Shopper) error
 	// SaleFigures returns the event's seats by state and grade, revenue and
 	// the last minute's orders, failed payments and refunds (SaleFigures).

@@ -103,8 +103,9 @@ func (s *Server) noEntry(c echo.Context, eventID int64, err error) error {
 // the session's turn ends, with all the account's holds for the event, so
 // that its place among the shoppers goes to the next fan in line (one
 // script, Holds.Leave). JSON: 200 {"left": true}; a page: 303 to the event.
-// Without a live entry token of this session: 403 no_entry_token, nothing
-// changed.
+// Without a live entry token of this session: 403 no_entry_token; while the
+// account has an order awaiting payment: 409 order_pending with "order_id"
+// (a page says why); either way nothing changed.
 func (s *Server) handleLeave(c echo.Context) error {
 	id, err := eventID(c)
 	if err != nil {
@@ -125,8 +126,9 @@ func (s *Server) handleLeave(c echo.Context) error {
 
 // leaveAll ends the session's turns at every event whose sale is open, at
 // log-out: a turn bound to another session of the account is not this
-// log-out's to end (Holds.Leave refuses it). Errors: the events' read's or
-// Redis's; a missing turn is none.
+// log-out's to end (Holds.Leave refuses it), nor is a turn with an order
+// awaiting payment, whose seats stay held for it. Errors: the events' read's
+// or Redis's; a missing turn is none.
 func (s *Server) leaveAll(c echo.Context) error {
 	ctx := c.Request().Context()
 	acct := boxoffice.AccountFromContext(ctx)
@@ -140,7 +142,7 @@ func (s *Server) leaveAll(c echo.Context) error {
 	}
 	for _, e := range events {
 		err := s.Holds.Leave(ctx, boxoffice.Shopper{EventID: e.ID, AccountID: acct.ID, SessionKey: key})
-		if err != nil && boxoffice.ErrorCode(err) != boxoffice.ENOENTRYTOKEN {
+		if code := boxoffice.ErrorCode(err); code != "" && code != boxoffice.ENOENTRYTOKEN && code != boxoffice.EORDERPENDING {
 			return err
 		}
 	}

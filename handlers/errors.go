@@ -26,6 +26,8 @@ var statuses = map[string]int{
 	boxoffice.EQUEUENOTOPEN:      http.StatusConflict,
 	boxoffice.ESEATTAKEN:         http.StatusConflict,
 	boxoffice.ENOHOLDS:           http.StatusConflict,
+	boxoffice.ESEATINORDER:       http.StatusConflict,
+	boxoffice.EORDERPENDING:      http.StatusConflict,
 	boxoffice.ENOTTOGETHER:       http.StatusConflict,
 	boxoffice.EBADCHOICE:         http.StatusBadRequest,
 	boxoffice.ETOOLARGE:          http.StatusRequestEntityTooLarge,

@@ -31,6 +31,7 @@ var refusals = map[string]bool{
 	boxoffice.ENOTFOUND:      true,
 	boxoffice.ENOTTOGETHER:   true,
 	boxoffice.EBADCHOICE:     true,
+	boxoffice.ESEATINORDER:   true,
 }
 
 // handleHold handles POST /events/:id/holds: the form's repeated "seat"
@@ -204,7 +205,8 @@ type holdAnswer struct {
 // the seat ends (Holds.Release, a compare-and-delete in a Lua script that
 // checks the entry first), and nobody else's ever does. JSON: 200 {"released": label}; 404 not_found when the account
 // does not hold the seat (free, expired, sold or another fan's), changing
-// nothing; 400 bad_seat. htmx: the hold panel with a notice. Otherwise: 303
+// nothing; 409 seat_in_order with "order_id" when the seat is in the
+// account's order awaiting payment, changing nothing; 400 bad_seat. htmx: the hold panel with a notice. Otherwise: 303
 // to the seat map with the notice as a flash.
 func (s *Server) handleRelease(c echo.Context) error {
 	e, es, sh, err := s.seatMapRequest(c)

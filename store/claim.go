@@ -67,6 +67,11 @@ func (h *Holds) soldCacheTTL() time.Duration {
 // claimCommitMargin (the sale then committed before the load's read), and
 // hold.lua refuses a recorded seat on such a copy.
 //
+// A seat whose hold is in an order awaiting payment (ExtendHolds: its
+// seat:order:{e}:<label> key expires with the hold) stays so with the
+// claim's expiry, so that the buyer cannot release a seat being paid for
+// (Release).
+//
 // The claim also sets the order's marker (orderID's order:holds:{e}), so that
 // the order's expiry, which may have read the order as due just before the
 // transaction locked it, does not end the claim afterwards (releaseOrder);
@@ -85,9 +90,9 @@ func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, orderI
 		h.orderKey(eventID, orderID),
 		h.blockedKey(eventID),
 	}
+	keys = append(keys, h.seatKeys(eventID, labels)...)
 	args := []any{accountID, h.claimTTL().Milliseconds(), orderMarkerTTL.Milliseconds()}
 	for _, l := range labels {
-		keys = append(keys, h.lockKey(eventID, l))
 		args = append(args, l)
 	}
 	res, err := holdClaimScript.Run(ctx, h.Redis.Client, keys, args...).Slice()

@@ -491,9 +491,10 @@ func TestOrders_Confirm_MarkSoldFailsThenPostgresDown(t *testing.T) {
 	env.CheckInvariants(t)
 }
 
-// A payment in time for an order one of whose seats the buyer let go and
-// another account bought meanwhile, while the buyer let go of a second and
-// kept the third: the claim takes the two seats no hold of the buyer
+// A payment in time for an order one of whose seats' holds ended (Redis lost
+// them: the buyer cannot release a seat of its order awaiting payment) and
+// another account bought meanwhile, while the hold of a second ended too and
+// the buyer kept the third: the claim takes the two seats no hold of the buyer
 // covered, the sale fails on the sold one and the payment is refunded; the
 // refund ends the claim on the seat sold to nobody at once, and the buyer
 // keeps its own hold as it was.
@@ -506,7 +507,7 @@ func TestOrders_Confirm_RefundEndsClaim(t *testing.T) {
 	o := env.Order(t, buyer, ev.R[0], ev.R[1], ev.R[2])
 	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
 	for _, seat := range ev.R[1:3] {
-		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, seat); err != nil {
+		if err := store.EndHold(ctx, env.Holds, ev.ID, buyer, seat); err != nil {
 			t.Fatal(err)
 		}
 	}

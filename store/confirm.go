@@ -55,7 +55,21 @@ func (s *Orders) FailTampered(ctx context.Context, orderID, detail string) (*box
 	if err != nil {
 		return nil, err
 	}
+	s.endOrder(ctx, o)
 	return &boxoffice.Confirmation{Order: o}, nil
+}
+
+// endOrder lets the buyer release the holds of the order's seats again once
+// the order can no longer be paid (Holds.endOrder), after the commit that
+// says so; a failure is only logged, since the holds' order then ends with
+// the holds themselves.
+func (s *Orders) endOrder(ctx context.Context, o *boxoffice.Order) {
+	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
+		return
+	}
+	if err := s.Holds.endOrder(context.WithoutCancel(ctx), o.EventID, o.ID, o.Seats()); err != nil {
+		s.logger().Warn("end the order of its seats' holds (they stay the order's until they expire)", "order_id", o.ID, "err", err)
+	}
 }
 
 // PaymentRecord is a payment as recorded: its order, outcome and reason.
@@ -258,9 +272,10 @@ func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p
 // the result as Result does.
 func (s *Orders) RecordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
+	var inserted bool
 	err := s.DB.inTx(ctx, func(tx pgx.Tx) error {
-		inserted, err := insertPayment(ctx, tx, o.ID, p, outcome, reason, now)
-		if err != nil || !inserted {
+		var err error
+		if inserted, err = insertPayment(ctx, tx, o.ID, p, outcome, reason, now); err != nil || !inserted {
 			return err
 		}
 		switch {
@@ -283,7 +298,21 @@ func (s *Orders) RecordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *b
 	if err != nil {
 		return nil, err
 	}
-	return s.Result(ctx, o.ID, p.PaymentKey)
+	return s.endedResult(ctx, o.ID, p.PaymentKey, inserted && failOrder)
+}
+
+// endedResult returns the result as Result does, after ending the order of
+// its seats' holds (endOrder) if ended says that the caller's commit may
+// have closed a payable order.
+func (s *Orders) endedResult(ctx context.Context, orderID, paymentKey string, ended bool) (*boxoffice.Confirmation, error) {
+	res, err := s.Result(ctx, orderID, paymentKey)
+	if err != nil {
+		return nil, err
+	}
+	if ended {
+		s.endOrder(ctx, res.Order)
+	}
+	return res, nil
 }
 
 // RecordUnsold records a DONE payment that sells nothing as refund_pending
@@ -307,7 +336,7 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 	if err != nil {
 		return nil, fmt.Errorf("record payment %s: %w", p.PaymentKey, err)
 	}
-	return s.Result(ctx, o.ID, p.PaymentKey)
+	return s.endedResult(ctx, o.ID, p.PaymentKey, inserted)
 }
 
 // ConfirmPayment settles a payment the PG reports DONE for exactly the
@@ -457,9 +486,12 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 		}
 	}
 	if res != nil {
+		if claim && inserted && !sold {
+			s.endOrder(ctx, res.Order)
+		}
 		return res, nil
 	}
-	return s.Result(ctx, o.ID, p.PaymentKey)
+	return s.endedResult(ctx, o.ID, p.PaymentKey, claim && inserted && !sold)
 }
 
 // soldBy reports whether the payment, recorded by another call, sold the

@@ -12,6 +12,7 @@ import (
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/payment/toss"
+	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
 	"github.com/redis/go-redis/v9"
 )
@@ -81,7 +82,7 @@ func TestOrders_Confirm_NoRedisWhileLocked(t *testing.T) {
 	other := env.Account(t)
 	o2 := env.Order(t, other, ev.S[0])
 	k3, a3 := env.Pay(t, o2, sandbox.ScenarioWebhookNever)
-	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: other}, ev.S[0]); err != nil {
+	if err := store.EndHold(ctx, env.Holds, ev.ID, other, ev.S[0]); err != nil {
 		t.Fatal(err)
 	}
 	rival := env.Account(t)
@@ -183,7 +184,7 @@ func TestOrders_Confirm_RepeatClaimsAfterSettling(t *testing.T) {
 		buyer := env.Account(t)
 		o := env.Order(t, buyer, ev.S[0])
 		key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-		if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.S[0]); err != nil {
+		if err := store.EndHold(ctx, env.Holds, ev.ID, buyer, ev.S[0]); err != nil {
 			t.Fatal(err)
 		}
 		rival := env.Account(t)

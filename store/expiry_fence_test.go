@@ -31,8 +31,8 @@ func TestOrders_ExpireOrders_FencedByOrder(t *testing.T) {
 		}},
 		{"HeldAgain", func(t *testing.T, env *checkouttest.Env, acct int64, seats []string) {
 			for _, l := range seats {
-				if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: env.Event.ID, AccountID: acct}, l); err != nil {
-					t.Errorf("release %s: %v", l, err)
+				if err := store.EndHold(ctx, env.Holds, env.Event.ID, acct, l); err != nil {
+					t.Errorf("end the hold of %s: %v", l, err)
 				}
 			}
 			req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
@@ -95,10 +95,9 @@ func TestOrders_ExpireOrders_FencedByOrder_Race(t *testing.T) {
 				return
 			}
 			fan := i - instances
-			shopper := boxoffice.Shopper{EventID: ev.ID, AccountID: accts[fan]}
 			for _, l := range seatsOf(fan) {
-				if _, err := env.Holds.Release(ctx, shopper, l); err != nil && boxoffice.ErrorCode(err) != boxoffice.ENOTFOUND {
-					t.Errorf("round %d: fan %d releases %s: %v", round, fan, l, err)
+				if err := store.EndHold(ctx, env.Holds, ev.ID, accts[fan], l); err != nil {
+					t.Errorf("round %d: fan %d's hold of %s ends: %v", round, fan, l, err)
 				}
 			}
 			req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: accts[fan], Limit: limit, TTL: holdTTL}

@@ -77,3 +77,19 @@ func BestRuns(ctx context.Context, h *Holds, eventID int64, grade string) ([][]s
 func BestIndexKeys(h *Holds, eventID int64, grade string, quantity int) (string, string) {
 	return h.bestIndexKey(eventID, grade, quantity), h.bestParkedKey(eventID, grade, quantity)
 }
+
+// EndHold ends the account's hold on the seat as its expiry on Redis's
+// clock would, or a Redis that lost it: its lock, its order's record on it
+// (seat:order:{e}:<label>) and its index entries go. Tests whose fan lets go
+// of a seat of an order awaiting payment, which Release refuses, end the
+// hold so instead: the PostgreSQL clock they advance is not Redis's.
+func EndHold(ctx context.Context, h *Holds, eventID, accountID int64, label string) error {
+	_, err := h.Redis.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, h.lockKey(eventID, label), h.seatOrderKey(eventID, label))
+		p.ZRem(ctx, h.holdKey(eventID, accountID), label)
+		p.ZRem(ctx, h.Redis.Key("held:{%d}", eventID), label)
+		p.HDel(ctx, h.Redis.Key("holder:{%d}", eventID), label)
+		return nil
+	})
+	return err
+}

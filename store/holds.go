@@ -34,6 +34,7 @@ var (
 	holdReleaseOrder    = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_release_order.lua")
 	holdLeaveScript     = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_shopper.lua", "lua/hold_leave.lua")
 	holdUnsoldScript    = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_unsold.lua")
+	holdOrderEndScript  = loadScript(holdLua, "lua/hold_order_end.lua")
 )
 
 // loadScript returns the script made of the embedded files names, in order
@@ -64,7 +65,9 @@ const loadTimeout = 30 * time.Second
 //
 //	seat:lock:{e}:<label>  string: the holding account id, expiring with the hold
 //	seat:order:{e}:<label> string: the order whose checkout extended the hold
-//	                       (ExtendHolds), expiring at the same millisecond
+//	                       (ExtendHolds), expiring at the same millisecond;
+//	                       while both expire together the account cannot
+//	                       release the seat (Release, Leave)
 //	hold:{e}:<account>     zset label -> expiry (Unix ms): the account's holds
 //	held:{e}               zset label -> expiry (Unix ms): every held seat
 //	holder:{e}             hash label -> account id, pruned with held:{e}
@@ -395,11 +398,16 @@ func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 
 // Release ends the shopper's own hold on the seat with a compare-and-delete
 // in one Lua script, which checks the entry first (see boxoffice.Shopper)
-// and returns the account's own part of the seat map after it. Errors:
-// ENOENTRYTOKEN; EBADSEAT for a malformed or unknown label; ENOTFOUND when
-// the account does not hold the seat (never held, expired, sold, or held by
-// another account: the answer does not tell which), and then nothing about
-// the seat changes.
+// and returns the account's own part of the seat map after it. A seat in the
+// account's order awaiting payment stays held: the script finds the seat's
+// seat:order key expiring with the hold (ExtendHolds), which lasts until the
+// order is paid, expires (releaseOrder), fails or is refunded (endOrder), or
+// a newer checkout names its own order on the seat. Errors: ENOENTRYTOKEN;
+// EBADSEAT for a malformed or unknown label; ENOTFOUND when the account does
+// not hold the seat (never held, expired, sold, or held by another account:
+// the answer does not tell which); ESEATINORDER with Details["order_id"]
+// when the seat is in the account's order awaiting payment; with either,
+// nothing about the seat changes.
 func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) (boxoffice.SeatMapState, error) {
 	if err := h.checkLabels(ctx, s.EventID, []string{label}, 1); err != nil {
 		return boxoffice.SeatMapState{}, err
@@ -414,6 +422,7 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 		h.Redis.entryLiveKey(e),
 		h.Redis.Key("sold:{%d}", e),
 		h.Redis.Key("bought:{%d}", e),
+		h.seatOrderKey(e, label),
 	}
 	indexKeys, indexArgs := h.reindexArgs(ctx, e, []string{label}, len(keys)+1)
 	res, err := holdReleaseScript.Run(ctx, h.Redis.Client, append(keys, indexKeys...),
@@ -428,10 +437,18 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	if err != nil {
 		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
 	}
-	if res[0] != "released" {
-		return mine, boxoffice.NewError(boxoffice.ENOTFOUND, "hold_not_yours")
+	switch res[0] {
+	case "released":
+		return mine, nil
+	case "in_order":
+		order, _ := res[4].(string)
+		return mine, &boxoffice.Error{
+			Code:    boxoffice.ESEATINORDER,
+			Msg:     boxoffice.M("hold_in_order", "Order", order),
+			Details: map[string]any{"order_id": order},
+		}
 	}
-	return mine, nil
+	return mine, boxoffice.NewError(boxoffice.ENOTFOUND, "hold_not_yours")
 }
 
 // leaveTries bounds Leave's reads of the account's holds: each try fails
@@ -443,8 +460,12 @@ const leaveTries = 5
 // that no hold outlives the turn and the place among the shoppers frees for
 // the next admission. The seats held are read first (one round trip) so
 // that the script can declare their keys; a hold taken in between makes the
-// script change nothing, and Leave reads again. Errors: ENOENTRYTOKEN (see
-// Shopper), then nothing changed.
+// script change nothing, and Leave reads again. While the account has an
+// order awaiting payment (one of its holds is in it, as Release checks),
+// nothing changes: the turn goes on until the order is paid or ends.
+// Errors: ENOENTRYTOKEN (see Shopper); EORDERPENDING with
+// Details["order_id"] for an order awaiting payment; with either, nothing
+// changed.
 func (h *Holds) Leave(ctx context.Context, s boxoffice.Shopper) error {
 	e, acct := s.EventID, s.AccountID
 	for range leaveTries {
@@ -454,9 +475,9 @@ func (h *Holds) Leave(ctx context.Context, s boxoffice.Shopper) error {
 		}
 		keys := []string{h.holdKey(e, acct), h.Redis.Key("held:{%d}", e), h.Redis.Key("holder:{%d}", e),
 			h.Redis.entryKey(e, acct), h.Redis.entryLiveKey(e)}
+		keys = append(keys, h.seatKeys(e, labels)...)
 		args := []any{acct, s.SessionKey, len(labels)}
 		for _, l := range labels {
-			keys = append(keys, h.lockKey(e, l))
 			args = append(args, l)
 		}
 		indexKeys, indexArgs := h.reindexArgs(ctx, e, labels, len(keys)+1)
@@ -467,6 +488,13 @@ func (h *Holds) Leave(ctx context.Context, s boxoffice.Shopper) error {
 		switch res[0] {
 		case "no_entry":
 			return entryRefused(res[1])
+		case "order_pending":
+			order, _ := res[1].(string)
+			return &boxoffice.Error{
+				Code:    boxoffice.EORDERPENDING,
+				Msg:     boxoffice.M("leave_order_pending", "Order", order),
+				Details: map[string]any{"order_id": order},
+			}
 		case "left":
 			return nil
 		}
@@ -780,9 +808,35 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, order
 func (h *Holds) seatKeys(eventID int64, labels []string) []string {
 	keys := make([]string, 2*len(labels))
 	for i, l := range labels {
-		keys[i], keys[len(labels)+i] = h.lockKey(eventID, l), h.Redis.Key("seat:order:{%d}:%s", eventID, l)
+		keys[i], keys[len(labels)+i] = h.lockKey(eventID, l), h.seatOrderKey(eventID, l)
 	}
 	return keys
+}
+
+// seatOrderKey names the order whose checkout extended the seat's hold,
+// seat:order:{e}:<label>.
+func (h *Holds) seatOrderKey(eventID int64, label string) string {
+	return h.Redis.Key("seat:order:{%d}:%s", eventID, label)
+}
+
+// endOrder ends, in one Lua script, the order's claim on the holds of its
+// seats (labels), for an order that can no longer be paid (failed or
+// refunded): each seat:order:{e}:<label> key that names orderID goes, so
+// that the buyer may release the holds again (Release, Leave); a key that
+// names a newer order stays. Errors: Redis's (then the keys expire with the
+// holds they describe).
+func (h *Holds) endOrder(ctx context.Context, eventID int64, orderID string, labels []string) error {
+	if len(labels) == 0 {
+		return nil
+	}
+	keys := make([]string, len(labels))
+	for i, l := range labels {
+		keys[i] = h.seatOrderKey(eventID, l)
+	}
+	if err := holdOrderEndScript.Run(ctx, h.Redis.Client, keys, orderID).Err(); err != nil {
+		return fmt.Errorf("end the holds' order %s: %w", orderID, err)
+	}
+	return nil
 }
 
 // MarkSold records in Redis, in one Lua script, a sale that PostgreSQL

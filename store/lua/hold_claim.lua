@@ -7,7 +7,8 @@
 --                           for a sale that sold:{e} may not have yet
 -- KEYS[5] order:holds:{e}:<order>  the order's marker (hold_release_order.lua)
 -- KEYS[6] blocked:{e}       set of labels an admin blocked
--- KEYS[7..] seat:lock:{e}:<label>, one per seat, in ARGV's order
+-- KEYS[7..6+n] seat:lock:{e}:<label>, KEYS[7+n..6+2n] seat:order:{e}:<label>,
+-- one of each per seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3] the marker's TTL (ms),
 -- ARGV[4..] labels
 -- Returns {'taken', {labels}} when another account holds any of the seats
@@ -18,13 +19,17 @@
 -- clock or later if the buyer's hold on it already ended later, and is
 -- recorded in KEYS[4] at now, where MarkSold or a later load ends it. The
 -- order's marker is set, so that its expiry, if it reads the order as due
--- now, releases nothing: the claim is the confirmation's to end.
+-- now, releases nothing: the claim is the confirmation's to end. A seat
+-- whose hold was in an order awaiting payment (its seat:order key expiring
+-- with the hold: hold_extend.lua) stays so with the claim's expiry, so that
+-- the buyer cannot release a seat being paid for (hold_release.lua).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp = ARGV[1], now + tonumber(ARGV[2])
+local n = (#KEYS - 6) / 2
 
 local taken, fresh = {}, {}
-for i = 7, #KEYS do
+for i = 7, 6 + n do
   local owner = redis.call('GET', KEYS[i])
   if (owner ~= false and owner ~= acct) or redis.call('SISMEMBER', KEYS[6], ARGV[i - 3]) == 1 then
     taken[#taken + 1] = ARGV[i - 3]
@@ -43,13 +48,17 @@ end
 -- becomes the buyer's hold until the claim's end, or its own if later; the
 -- writes of all seats go out as one command per key.
 local scored, owners, claims = {}, {}, {}
-for i = 7, #KEYS do
+for i = 7, 6 + n do
   local label = ARGV[i - 3]
   -- PEXPIRETIME is -2 without the key: the claim's own expiry wins.
   local ends = redis.call('PEXPIRETIME', KEYS[i])
   if ends < exp or tonumber(redis.call('ZSCORE', KEYS[1], label)) ~= ends then
+    local stamped = ends > 0 and redis.call('PEXPIRETIME', KEYS[i + n]) == ends
     ends = math.max(exp, ends)
     redis.call('SET', KEYS[i], acct, 'PXAT', ends)
+    if stamped then
+      redis.call('PEXPIREAT', KEYS[i + n], ends)
+    end
     scored[#scored + 1], scored[#scored + 2] = ends, label
     owners[#owners + 1], owners[#owners + 2] = label, acct
   end

@@ -7,13 +7,18 @@
 -- Each still-held seat's expiry becomes now + TTL unless it was later
 -- already, and its seat:order key names the order, expiring at the very
 -- millisecond the hold does: the order's expiry (hold_release_order.lua)
--- ends the hold only while both say so. Returns the labels no longer held
--- by the account.
+-- ends the hold only while both say so, and while it does the account
+-- cannot release the seat (hold_release.lua, hold_leave.lua). When a seat is
+-- no longer held, the checkout cancels the order (hold_lost), and after it
+-- replaced the account's older order no order of the account is payable:
+-- then no seat keeps a seat:order key (the still-held seats are extended
+-- all the same, and the fan may release them). Returns the labels no longer
+-- held by the account.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp, order = ARGV[1], now + tonumber(ARGV[2]), ARGV[3]
 local n = (#KEYS - 2) / 2
-local lost, scored = {}, {}
+local lost, scored, stamps = {}, {}, {}
 for i = 3, 2 + n do
   local label = ARGV[i + 1]
   local score = redis.call('ZSCORE', KEYS[1], label)
@@ -26,12 +31,19 @@ for i = 3, 2 + n do
     else
       ends = redis.call('PEXPIRETIME', KEYS[i])
     end
-    redis.call('SET', KEYS[i + n], order, 'PXAT', ends)
+    stamps[#stamps + 1], stamps[#stamps + 2] = KEYS[i + n], ends
   else
     lost[#lost + 1] = label
     if score then
       redis.call('ZREM', KEYS[1], label)
     end
+  end
+end
+for i = 1, #stamps, 2 do
+  if #lost == 0 then
+    redis.call('SET', stamps[i], order, 'PXAT', stamps[i + 1])
+  else
+    redis.call('DEL', stamps[i])
   end
 end
 if #scored > 0 then
