@@ -2,13 +2,17 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/checkout/checkouttest"
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
+	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
 // wantInOrder checks that err refuses a release or a leave with code for
@@ -173,4 +177,170 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 		hold(t, env, acct, env.Event.R[0])
 		release(t, env, sh, env.Event.R[0])
 	})
+}
+
+// Many fans with orders awaiting payment try, over and over, to release
+// their orders' seats and to leave the sale while their orders are being
+// paid, expired (two other instances' ExpireOrders, hold_release_order.lua)
+// or replaced by a new checkout, and rivals try to hold those seats all the
+// while, round after round. A seat of a payable order is never released by
+// its own fan (no release of an order's seat succeeds: before the order ends
+// it is refused, after it the seat is sold or its hold ended; a leave
+// succeeds only once the order is paid or its window ran out), no rival
+// ever holds a seat of an order being paid or replaced (the seat stays its
+// fan's: a lock names one account), every payment sells, and once an order
+// ended by its expiry the fan holds and releases the same seats as before.
+// The claim outlasts the payment window here (SoldCacheTTL), so that each
+// confirmation moves the order's holds with it.
+func TestOrders_OrderSeats_Race(t *testing.T) {
+	t.Parallel()
+	const perGroup, rivals, rounds, tries = 40, 60, 3, 10
+	const fans = 3 * perGroup // paid, then expired, then replaced
+	env := checkouttest.New(t, fans*3*rounds)
+	env.Holds.SoldCacheTTL = 15 * time.Minute
+	ctx := context.Background()
+	ev := env.Event
+	expirers := []*store.Orders{env.NewOrders(), env.NewOrders()}
+	rivalAccts := make([]int64, rivals)
+	for i := range rivalAccts {
+		rivalAccts[i] = env.Account(t)
+	}
+
+	for round := range rounds {
+		seats := ev.Labels[round*fans*3 : (round+1)*fans*3]
+		seatsOf := func(fan int) []string { return seats[fan*3 : fan*3+2] } // its order's
+		extra := func(fan int) string { return seats[fan*3+2] }             // held for the replacing order
+		group := func(fan int) string { return [...]string{"paid", "expired", "replaced"}[fan/perGroup] }
+		accts, orders, newer := make([]int64, fans), make([]*boxoffice.Order, fans), make([]string, fans)
+		var ordered []string // the orders' seats, and whose they are
+		fanOf := map[string]int{}
+		var due []string
+		for fan := range fans {
+			accts[fan] = env.Account(t)
+			orders[fan] = env.Order(t, accts[fan], seatsOf(fan)...)
+			for _, l := range seatsOf(fan) {
+				ordered, fanOf[l] = append(ordered, l), fan
+			}
+			if group(fan) == "expired" {
+				due = append(due, orders[fan].ID)
+			}
+		}
+		if _, err := env.DB.Pool.Exec(ctx, `UPDATE orders SET expires_at = $2 WHERE id = ANY($1)`, due, env.Clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+
+		var mu sync.Mutex
+		var violations []string
+		violate := func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			violations = append(violations, fmt.Sprintf("round %d: ", round)+fmt.Sprintf(format, args...))
+		}
+		payers, replacers := perGroup, perGroup
+		storetest.AtOnce(payers+len(expirers)+replacers+fans+rivals, func(i int) {
+			switch {
+			case i < payers: // the paid group's fans pay
+				o := orders[i]
+				key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+				if _, err := env.Redirect(o.ID, key, amount); err != nil {
+					t.Errorf("round %d: pay order %s: %v", round, o.ID, err)
+				}
+			case i < payers+len(expirers):
+				if _, err := expirers[i-payers].ExpireOrders(ctx); err != nil {
+					t.Errorf("round %d: ExpireOrders: %v", round, err)
+				}
+			case i < payers+len(expirers)+replacers: // the replaced group's fans check out again
+				fan := 2*perGroup + i - payers - len(expirers)
+				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: accts[fan], Limit: limit, TTL: holdTTL}
+				if _, err := env.Holds.Hold(ctx, req, []string{extra(fan)}); err != nil {
+					t.Errorf("round %d: fan %d holds %s: %v", round, fan, extra(fan), err)
+					return
+				}
+				o, err := env.Orders.CreateOrder(ctx, ev.ID, accts[fan])
+				if err != nil {
+					t.Errorf("round %d: fan %d checks out again: %v", round, fan, err)
+					return
+				}
+				newer[fan] = o.ID
+			case i < payers+len(expirers)+replacers+fans: // every fan tries to let go
+				fan := i - payers - len(expirers) - replacers
+				sh := boxoffice.Shopper{EventID: ev.ID, AccountID: accts[fan]}
+				for range tries {
+					for _, l := range seatsOf(fan) {
+						_, err := env.Holds.Release(ctx, sh, l)
+						switch boxoffice.ErrorCode(err) {
+						case "":
+							violate("fan %d (%s) released %s of its order %s", fan, group(fan), l, orders[fan].ID)
+						case boxoffice.ESEATINORDER, boxoffice.ENOTFOUND:
+						default:
+							t.Errorf("round %d: fan %d releases %s: %v", round, fan, l, err)
+						}
+					}
+					err := env.Holds.Leave(ctx, sh)
+					switch boxoffice.ErrorCode(err) {
+					case "":
+						if o := env.FindOrder(t, orders[fan].ID); group(fan) == "replaced" || o.Payable(env.Clock.Now()) {
+							violate("fan %d (%s) left the sale with its order %s %s", fan, group(fan), o.ID, o.Status)
+						}
+					case boxoffice.EORDERPENDING:
+					default:
+						t.Errorf("round %d: fan %d leaves: %v", round, fan, err)
+					}
+				}
+			default: // rivals try to take the orders' seats
+				r := i - payers - len(expirers) - replacers - fans
+				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: rivalAccts[r], Limit: limit, TTL: holdTTL}
+				for k := range tries * 4 {
+					l := ordered[(r*7+k*13)%len(ordered)]
+					_, err := env.Holds.Hold(ctx, req, []string{l})
+					switch boxoffice.ErrorCode(err) {
+					case "":
+						if g := group(fanOf[l]); g != "expired" {
+							violate("rival %d held %s of fan %d's order (%s)", r, l, fanOf[l], g)
+						}
+						if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: rivalAccts[r]}, l); err != nil {
+							t.Errorf("round %d: rival %d releases %s: %v", round, r, l, err)
+						}
+					case boxoffice.ESEATTAKEN:
+					default:
+						t.Errorf("round %d: rival %d holds %s: %v", round, r, l, err)
+					}
+				}
+			}
+		})
+		for _, v := range violations {
+			t.Error(v)
+		}
+
+		for fan := range fans {
+			sh := boxoffice.Shopper{EventID: ev.ID, AccountID: accts[fan]}
+			switch o := env.FindOrder(t, orders[fan].ID); group(fan) {
+			case "paid":
+				checkouttest.WantOrder(t, o, boxoffice.OrderConfirmed, "")
+			case "expired":
+				checkouttest.WantOrder(t, o, boxoffice.OrderExpired, "")
+				req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: accts[fan], Limit: limit, TTL: holdTTL}
+				if _, err := env.Holds.Hold(ctx, req, seatsOf(fan)); err != nil {
+					t.Errorf("round %d: fan %d holds %v again after its order expired: %v", round, fan, seatsOf(fan), err)
+					continue
+				}
+				for _, l := range seatsOf(fan) {
+					if _, err := env.Holds.Release(ctx, sh, l); err != nil {
+						t.Errorf("round %d: fan %d releases %s after its order expired: %v", round, fan, l, err)
+					}
+				}
+			case "replaced":
+				checkouttest.WantOrder(t, o, boxoffice.OrderCancelled, boxoffice.ReasonReplaced)
+				if newer[fan] == "" {
+					continue
+				}
+				checkouttest.WantOrder(t, env.FindOrder(t, newer[fan]), boxoffice.OrderPendingPayment, "")
+				want := slices.Sorted(slices.Values(append(slices.Clone(seatsOf(fan)), extra(fan))))
+				wantHolds(t, env, accts[fan], want)
+				_, err := env.Holds.Release(ctx, sh, seatsOf(fan)[0])
+				wantInOrder(t, err, boxoffice.ESEATINORDER, newer[fan])
+			}
+		}
+	}
+	env.CheckInvariants(t)
 }
