@@ -41,7 +41,8 @@ type TicketOfEvent struct {
 // FailTampered moves the order to FAILED (amount_mismatch, detail for
 // operators) because the PG's redirect named another amount than the
 // order's, unless the order is past that (a confirmed order stays
-// confirmed), and returns it with no payment (Outcome ""). The caller has
+// confirmed), and returns it with no payment (Outcome ""); the holds of its
+// seats are then the buyer's to release again (endOrder). The caller has
 // made sure the PG knows the payment for this order.
 func (s *Orders) FailTampered(ctx context.Context, orderID, detail string) (*boxoffice.Confirmation, error) {
 	_, err := s.DB.Pool.Exec(ctx, `
@@ -268,8 +269,9 @@ func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p
 // refund (rejected: never confirmed; refunded: cancelled at the PG by
 // others). failOrder moves the order to FAILED with the reason; a payment
 // that failed at the PG (payment_failed) leaves a payable order payable and
-// notes why on it. A payment recorded already keeps its record. It returns
-// the result as Result does.
+// notes why on it. A payment recorded already keeps its record. An order
+// failed here lets the buyer release its seats' holds again (endOrder). It
+// returns the result as Result does.
 func (s *Orders) RecordUnconfirmed(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, outcome boxoffice.PaymentOutcome, reason, detail string, failOrder bool) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
 	var inserted bool
@@ -316,8 +318,9 @@ func (s *Orders) endedResult(ctx context.Context, orderID, paymentKey string, en
 }
 
 // RecordUnsold records a DONE payment that sells nothing as refund_pending
-// (failing a payable order, which cannot be paid by it) and returns the
-// result as Result does; the caller then cancels the payment at the PG
+// (failing a payable order, which cannot be paid by it, whose seats' holds
+// are then the buyer's to release again: endOrder) and returns the result
+// as Result does; the caller then cancels the payment at the PG
 // (RecordRefunded once it did).
 func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoffice.Payment, reason, detail string) (*boxoffice.Confirmation, error) {
 	now := s.DB.Now()
@@ -383,8 +386,9 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     must not leave the buyer holding seats sold to it). When nothing was
 //     sold, the holds that the claim took (seats no hold of the buyer
 //     covered) end at once, so that seats sold to nobody are free again,
-//     while the buyer's own holds stay. Failures of these are only logged
-//     (the claim expires by itself).
+//     while the buyer's own holds stay, and are the buyer's to release
+//     again once the order was refunded (endOrder). Failures of these are
+//     only logged (the claim expires by itself).
 //
 // It returns the result as Result does: a sale's made from what its commit
 // wrote (soldResult), anything else read after the commit in the same round
