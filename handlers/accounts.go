@@ -65,7 +65,8 @@ func (s *Server) handleLogin(c echo.Context) error {
 }
 
 // handleLogout handles POST /logout: the session's turns at the sales end
-// (their holds with them, freeing their places among the shoppers), then
+// (their holds with them, freeing their places among the shoppers), but for
+// a turn with an order awaiting payment, whose seats stay held for it; then
 // the session is destroyed.
 func (s *Server) handleLogout(c echo.Context) error {
 	if err := s.leaveAll(c); err != nil {

@@ -1,9 +1,11 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +21,7 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 	t.Parallel()
 	app := newTestApp(t)
 	e := app.newSeatEvent(t)
-	fan, _ := app.newFan(t, "payer@example.com", e.ID)
+	fan, acct := app.newFan(t, "payer@example.com", e.ID)
 	hold(t, fan, e.ID, "A-1-1", "A-1-2")
 	resp := fan.do("POST", fmt.Sprintf("/events/%d/orders", e.ID), url.Values{}, "Accept: application/json")
 	wantStatus(t, resp, http.StatusCreated)
@@ -103,5 +105,15 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 			t.Errorf("seat A-1-3, outside the order, is %q after its release, want free", st)
 		}
 		wantMine(t)
+	})
+
+	// Log-out ends the session's turns, but the one with the order awaiting
+	// payment keeps its seats held for the order.
+	t.Run("LogOut", func(t *testing.T) {
+		wantStatus(t, fan.do("POST", "/logout", url.Values{}), http.StatusSeeOther)
+		held, _, err := app.Srv.Holds.MyHolds(context.Background(), e.ID, acct.ID)
+		if err != nil || !slices.Equal(held, []string{"A-1-1", "A-1-2"}) {
+			t.Errorf("after log-out the fan holds %v (%v), want its order's seats [A-1-1 A-1-2]", held, err)
+		}
 	})
 }
