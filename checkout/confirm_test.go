@@ -16,6 +16,7 @@ import (
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/store/storetest"
+	"github.com/redis/go-redis/v9"
 )
 
 // Each of the sandbox's scenarios, paid and redirected back: how the order,
@@ -426,10 +427,11 @@ func TestService_Confirm_Late(t *testing.T) {
 	env.CheckInvariants(t)
 }
 
-// A payment in time for an order whose seat the buyer released meanwhile,
-// and another account then held: the seat is not taken from the other
-// account; the payment is refunded.
-func TestService_Confirm_ReleasedSeatHeldByAnother(t *testing.T) {
+// A payment in time for an order whose seat the buyer cannot release (it is
+// in the order) but whose hold Redis lost meanwhile, and another account
+// then held: the seat is not taken from the other account; the payment is
+// refunded.
+func TestService_Confirm_LostSeatHeldByAnother(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 6)
 	ctx := context.Background()
@@ -437,8 +439,18 @@ func TestService_Confirm_ReleasedSeatHeldByAnother(t *testing.T) {
 	buyer := env.Account(t)
 	o := env.Order(t, buyer, ev.R[0], ev.R[1])
 	key, amount := env.Pay(t, o, sandbox.ScenarioWebhookNever)
-	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.R[0]); err != nil {
-		t.Fatal(err)
+	if _, err := env.Holds.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: buyer}, ev.R[0]); boxoffice.ErrorCode(err) != boxoffice.ESEATINORDER {
+		t.Fatalf("the buyer releases %s of its order: %v, want %s", ev.R[0], err, boxoffice.ESEATINORDER)
+	}
+	_, err := env.R.Client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.Del(ctx, env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.R[0]), env.R.Key("seat:order:{%d}:%s", ev.ID, ev.R[0]))
+		p.ZRem(ctx, env.R.Key("hold:{%d}:%d", ev.ID, buyer), ev.R[0])
+		p.ZRem(ctx, env.R.Key("held:{%d}", ev.ID), ev.R[0])
+		p.HDel(ctx, env.R.Key("holder:{%d}", ev.ID), ev.R[0])
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Redis loses the hold of %s: %v", ev.R[0], err)
 	}
 	holder := env.Account(t)
 	req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: holder, Limit: checkouttest.Limit, TTL: checkouttest.HoldTTL}
