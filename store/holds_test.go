@@ -102,6 +102,23 @@ var wantError = storetest.WantError
 
 func acctID(a int64) string { return fmt.Sprint(a) }
 
+// A seat asked for again keeps its hold's expiry, a later one included (as
+// an order's payment window sets it), and the answer says so.
+func TestHolds_Hold_AgainKeepsItsExpiry(t *testing.T) {
+	t.Parallel()
+	env := newHoldsEnv(t)
+	ev := newHoldEvent(t, env.DB, 40)
+	first := env.mustHold(t, ev.ID, 5, 10*holdTTL, ev.R[9])
+	again := env.mustHold(t, ev.ID, 5, holdTTL, ev.R[9])
+	if !again.ExpiresAt.Equal(first.ExpiresAt) || again.TTL <= holdTTL {
+		t.Errorf("asked again: expires at %v (TTL %v), want the first hold's %v", again.ExpiresAt, again.TTL, first.ExpiresAt)
+	}
+	pexp, err := env.R.Client.PExpireTime(context.Background(), env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.R[9])).Result()
+	if err != nil || pexp != time.Duration(first.ExpiresAt.UnixMilli())*time.Millisecond {
+		t.Errorf("lock expires at %v (%v), want %d ms", pexp, err, first.ExpiresAt.UnixMilli())
+	}
+}
+
 func TestHolds_Hold(t *testing.T) {
 	t.Parallel()
 	env := newHoldsEnv(t)

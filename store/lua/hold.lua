@@ -75,11 +75,15 @@ end
 trim_held(KEYS[5], KEYS[6], now)
 
 -- The first expiry of the requested seats: a fresh hold's, or an earlier
--- one of a seat the account held already.
-local first = exp
+-- one of a seat the account held already (whose hold keeps its expiry, a
+-- later one included, as an order's payment window makes it).
+local first
+if #new > 0 then
+  first = exp
+end
 for _, label in ipairs(labels) do
   if live[label] then
-    first = math.min(first, live[label])
+    first = math.min(first or live[label], live[label])
   end
 end
 
