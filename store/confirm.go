@@ -489,13 +489,14 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			s.logger().Warn("release the seats claimed for a payment that sells nothing (the claim expires by itself)", "order_id", o.ID, "err", err)
 		}
 	}
-	if res != nil {
-		if claim && inserted && !sold {
-			s.endOrder(ctx, res.Order)
-		}
-		return res, nil
+	ended := claim && inserted && !sold
+	if res == nil {
+		return s.endedResult(ctx, o.ID, p.PaymentKey, ended)
 	}
-	return s.endedResult(ctx, o.ID, p.PaymentKey, claim && inserted && !sold)
+	if ended {
+		s.endOrder(ctx, res.Order)
+	}
+	return res, nil
 }
 
 // soldBy reports whether the payment, recorded by another call, sold the
