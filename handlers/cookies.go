@@ -9,18 +9,27 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// secureCookies marks every cookie of a response Secure (the session
-// cookie, which scs writes, the language cookie, the queue's place cookie)
-// when the request came over https (overHTTPS). With an https BASE_URL
-// they are Secure already, whatever the request says (NewSessions). The
-// mark is made just before the response's header is written, by which time
-// every cookie is in it, or once the handlers are done when none wrote.
-func (s *Server) secureCookies(next echo.HandlerFunc) echo.HandlerFunc {
+// overHTTPSOnly does what a response needs when the request came over https
+// (overHTTPS): it asks the browser to reach the site over https only from
+// now on (Strict-Transport-Security, RFC 6797, for a year, this host only:
+// the site may share its domain with others), and marks every cookie of the
+// response Secure (the session cookie, which scs writes, the language
+// cookie, the queue's place cookie). With an https BASE_URL the cookies are
+// Secure already, whatever the request says (NewSessions). A response to a
+// request over plain http gets neither: RFC 6797 (section 7.2) forbids the
+// header there, and a browser would ignore it. The cookies' mark is made
+// just before the response's header is written, by which time every cookie
+// is in it, or once the handlers are done when none wrote.
+func (s *Server) overHTTPSOnly(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.Sessions.Cookie.Secure || !s.overHTTPS(c.Request()) {
+		if !s.overHTTPS(c.Request()) {
 			return next(c)
 		}
 		res := c.Response()
+		res.Header()["Strict-Transport-Security"] = strictTransport
+		if s.Sessions.Cookie.Secure {
+			return next(c)
+		}
 		res.Before(func() { markSecure(res.Header()) })
 		err := next(c)
 		if !res.Committed {
@@ -29,6 +38,10 @@ func (s *Server) secureCookies(next echo.HandlerFunc) echo.HandlerFunc {
 		return err
 	}
 }
+
+// strictTransport is the Strict-Transport-Security line of a response over
+// https: max-age in seconds (365 days), shared by every such response.
+var strictTransport = []string{"max-age=31536000"}
 
 // markSecure adds the Secure attribute to each Set-Cookie of h that lacks it.
 func markSecure(h http.Header) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,5 +142,39 @@ func TestCookies_SecureConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// A response to a request that came over https (TLS, or X-Forwarded-Proto:
+// https from a trusted balancer) tells the browser to use https only
+// (Strict-Transport-Security, RFC 6797); one over plain http never does,
+// not even with an https BASE_URL, nor when an untrusted peer forges the
+// balancer's header.
+func TestHTTPS_StrictTransportSecurity(t *testing.T) {
+	t.Parallel()
+	behind := newTestApp(t, withTrustedProxy) // trusts 127.0.0.1, not 127.0.0.2
+	base := newTestApp(t, func(s *handlers.Server) { s.Sessions.Cookie.Secure = true })
+	tlsSrv := httptest.NewTLSServer(base.Config.Handler)
+	t.Cleanup(tlsSrv.Close)
+	overTLS := &client{Client: tlsSrv.Client(), t: t, base: tlsSrv.URL}
+	for _, tc := range []struct {
+		name    string
+		client  *client
+		headers []string
+		want    string
+	}{
+		{"TLS", overTLS, nil, "max-age=31536000"},
+		{"TrustedProxyHTTPS", behind.newClient(t), []string{"X-Forwarded-Proto: https"}, "max-age=31536000"},
+		{"TrustedProxyHTTP", behind.newClient(t), []string{"X-Forwarded-Proto: http"}, ""},
+		{"UntrustedPeer", behind.newClientFrom(t, "127.0.0.2"), []string{"X-Forwarded-Proto: https"}, ""},
+		{"BaseURLHTTPSOverHTTP", base.newClient(t), nil, ""},
+	} {
+		for _, path := range []string{"/", "/login", "/no-such-page"} {
+			resp := tc.client.do("GET", path, nil, tc.headers...)
+			resp.Body.Close()
+			if got := resp.Header.Values("Strict-Transport-Security"); strings.Join(got, "|") != tc.want {
+				t.Errorf("%s: GET %s (%d): Strict-Transport-Security %q, want %q", tc.name, path, resp.StatusCode, got, tc.want)
+			}
+		}
 	}
 }

@@ -164,7 +164,7 @@ func (s *Server) loadSession(next echo.HandlerFunc) echo.HandlerFunc {
 // saveSession commits the session of r's context if the handlers changed it
 // and sets its cookie, or sets the cookie that deletes it if they destroyed
 // it, as scs's LoadAndSave does. The cookie is marked Secure here when the
-// request came over https (secureCookies): its own mark, made before the
+// request came over https (overHTTPSOnly): its own mark, made before the
 // header is written, may run before this one.
 func (s *Server) saveSession(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()

@@ -62,7 +62,7 @@ type Server struct {
 	// X-Forwarded-For that is not (echo.ExtractIPFromXFFHeader), over https
 	// when X-Forwarded-Proto says so; any other peer's headers are ignored.
 	// Every per-address rule and log line uses the address so found, and
-	// the cookies' Secure attribute the scheme (secureCookies). None (the
+	// the cookies' Secure attribute the scheme (overHTTPSOnly). None (the
 	// default) trusts no header: the peer is the client.
 	TrustedProxies []*net.IPNet
 	// Limiter enforces the rate limits on sign-up, log-in and joining; nil
@@ -182,7 +182,7 @@ func (s *Server) Handler() http.Handler {
 
 	// Every request's middleware, composed once (handlers/routes.go). The
 	// body's deadline comes first, ahead of anything that reads a body.
-	e.Use(globalChain(s.bodyDeadline(), s.secureCookies, securityHeaders, s.language, s.recover, s.metricsMiddleware(),
+	e.Use(globalChain(s.bodyDeadline(), s.overHTTPSOnly, securityHeaders, s.language, s.recover, s.metricsMiddleware(),
 		checkInputButImport(), crossOriginProtection()))
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)

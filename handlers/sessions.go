@@ -25,7 +25,7 @@ const SessionCookie = "boxoffice_session"
 // NewSessions returns the session manager of the site on st: the cookie
 // SessionCookie, HttpOnly and SameSite=Lax, Secure when secure (BASE_URL is
 // https; otherwise the Server marks it Secure on each request that came over
-// https, see Server.secureCookies), and sessions that last SessionLifetime.
+// https, see Server.overHTTPSOnly), and sessions that last SessionLifetime.
 func NewSessions(st SessionStore, secure bool) *scs.SessionManager {
 	m := scs.New()
 	m.Store, m.Codec = st, st.Codec()
