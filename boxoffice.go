@@ -51,6 +51,9 @@ const (
 	// ECHALLENGEFAILED (403): a proof of work that is forged, used before,
 	// for another event or account, or expired.
 	ECHALLENGEFAILED = "challenge_failed"
+	// EMETHOD (405): a method that no route takes at a path that routes
+	// take with other methods; the Allow header lists those.
+	EMETHOD = "method_not_allowed"
 )
 
 // MsgID names a sentence for people in the message catalogs of package

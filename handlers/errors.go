@@ -16,6 +16,7 @@ import (
 // statuses maps each error code of the contract to its HTTP status.
 var statuses = map[string]int{
 	boxoffice.EBADREQUEST:        http.StatusBadRequest,
+	boxoffice.EMETHOD:            http.StatusMethodNotAllowed,
 	boxoffice.EBADSEAT:           http.StatusBadRequest,
 	boxoffice.EUNAUTHORIZED:      http.StatusUnauthorized,
 	boxoffice.EFORBIDDEN:         http.StatusForbidden,
@@ -45,7 +46,7 @@ var statuses = map[string]int{
 // large) into the contract's codes and messages.
 var echoErrors = map[int]*boxoffice.Error{
 	http.StatusNotFound:              boxoffice.NewError(boxoffice.ENOTFOUND, "err_no_page"),
-	http.StatusMethodNotAllowed:      boxoffice.NewError(boxoffice.EBADREQUEST, "err_method"),
+	http.StatusMethodNotAllowed:      boxoffice.NewError(boxoffice.EMETHOD, "err_method"),
 	http.StatusRequestEntityTooLarge: boxoffice.NewError(boxoffice.ETOOLARGE, "err_too_large"),
 	http.StatusBadRequest:            boxoffice.NewError(boxoffice.EBADREQUEST, "err_bad_request"),
 	http.StatusForbidden:             boxoffice.NewError(boxoffice.EFORBIDDEN, "err_forbidden"),
