@@ -59,13 +59,19 @@ type AuditLog interface {
 	AuditActions() []string
 }
 
-// ParseAuditFilter reads the audit log's query parameters: "event" and
-// "admin" (ids), "action" (one of actions, AuditLog.AuditActions) and
-// "after" (a page's cursor). Errors: EBADREQUEST with Fields naming every
-// parameter that cannot be read.
-func ParseAuditFilter(q url.Values, actions []string) (AuditFilter, error) {
+// ParseAuditFilter reads the audit log's raw URL query (ParseQuery):
+// "event" and "admin" (ids), "action" (one of actions,
+// AuditLog.AuditActions) and "after" (a page's cursor), and returns the
+// parameters it could read (to show in the filters form) with the filter.
+// Errors: EBADREQUEST with Fields naming every parameter that cannot be
+// read, including a pair that is not valid percent-encoding and one of
+// those four given more than once.
+func ParseAuditFilter(rawQuery string, actions []string) (AuditFilter, url.Values, error) {
 	var a AuditFilter
-	f := map[string]Msg{}
+	q, f := ParseQuery(rawQuery, "event", "admin", "action", "after")
+	if _, ok := f["after"]; ok {
+		f["after"] = M("err_bad_cursor")
+	}
 	id := func(name string, msg MsgID, into *int64) {
 		v := strings.TrimSpace(q.Get(name))
 		if v == "" {
@@ -91,7 +97,7 @@ func ParseAuditFilter(q url.Values, actions []string) (AuditFilter, error) {
 		f["action"] = M("val_filter_action", "Value", ClipInput(a.Action, MaxQuoted))
 	}
 	if len(f) > 0 {
-		return AuditFilter{}, &Error{Code: EBADREQUEST, Msg: M("err_bad_filters"), Fields: f}
+		return AuditFilter{}, q, &Error{Code: EBADREQUEST, Msg: M("err_bad_filters"), Fields: f}
 	}
-	return a, nil
+	return a, q, nil
 }

@@ -54,13 +54,18 @@ func ParseOrderCursor(s string) (OrderCursor, error) {
 	return OrderCursor{CreatedAt: time.UnixMicro(us).UTC(), ID: id}, nil
 }
 
-// ParseOrderSearch reads the order desk's query parameters: "event" (an
-// event id), "q", "status" (an order status) and "after" (a cursor).
-// Errors: EBADREQUEST with Fields naming every parameter that cannot be
-// read, at once.
-func ParseOrderSearch(q url.Values) (OrderSearch, error) {
+// ParseOrderSearch reads the order desk's raw URL query (ParseQuery):
+// "event" (an event id), "q", "status" (an order status) and "after" (a
+// cursor), and returns the parameters it could read (to show in the filters
+// form) with the search. Errors: EBADREQUEST with Fields naming every
+// parameter that cannot be read, at once, including a pair that is not
+// valid percent-encoding and one of those four given more than once.
+func ParseOrderSearch(rawQuery string) (OrderSearch, url.Values, error) {
+	q, f := ParseQuery(rawQuery, "event", "q", "status", "after")
+	if _, ok := f["after"]; ok {
+		f["after"] = M("err_bad_cursor")
+	}
 	s := OrderSearch{Query: strings.TrimSpace(q.Get("q")), Status: OrderStatus(strings.TrimSpace(q.Get("status")))}
-	f := map[string]Msg{}
 	if ev := strings.TrimSpace(q.Get("event")); ev != "" {
 		id, err := strconv.ParseInt(ev, 10, 64)
 		if err != nil || id <= 0 {
@@ -82,9 +87,9 @@ func ParseOrderSearch(q url.Values) (OrderSearch, error) {
 		s.After = &c
 	}
 	if len(f) > 0 {
-		return OrderSearch{}, &Error{Code: EBADREQUEST, Msg: M("err_bad_filters"), Fields: f}
+		return OrderSearch{}, q, &Error{Code: EBADREQUEST, Msg: M("err_bad_filters"), Fields: f}
 	}
-	return s, nil
+	return s, q, nil
 }
 
 // OrderListing is an order as the order desk lists it: the order with its

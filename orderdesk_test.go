@@ -13,11 +13,14 @@ import (
 
 func TestParseOrderSearch(t *testing.T) {
 	cursor := boxoffice.OrderCursor{CreatedAt: time.Date(2026, 3, 8, 7, 0, 0, 123456000, time.UTC), ID: "abcdef-ghijk_123"}
-	s, err := boxoffice.ParseOrderSearch(url.Values{"event": {" 7 "}, "q": {" kim@ "}, "status": {"REFUNDED"}, "after": {cursor.String()}})
+	s, q, err := boxoffice.ParseOrderSearch(url.Values{"event": {" 7 "}, "q": {" kim@ "}, "status": {"REFUNDED"}, "after": {cursor.String()}}.Encode())
+	if q.Get("q") != " kim@ " {
+		t.Errorf("ParseOrderSearch read q %q, want %q", q.Get("q"), " kim@ ")
+	}
 	if err != nil || s.EventID != 7 || s.Query != "kim@" || s.Status != boxoffice.OrderRefunded || s.After == nil || *s.After != cursor {
 		t.Errorf("ParseOrderSearch = %+v, %v; want event 7, q kim@, REFUNDED, after %v", s, err, cursor)
 	}
-	_, err = boxoffice.ParseOrderSearch(url.Values{"event": {"seven"}, "status": {"refunded"}, "after": {"1.x"}})
+	_, _, err = boxoffice.ParseOrderSearch(url.Values{"event": {"seven"}, "status": {"refunded"}, "after": {"1.x"}}.Encode())
 	var e *boxoffice.Error
 	if boxoffice.ErrorCode(err) != boxoffice.EBADREQUEST || !errors.As(err, &e) || len(e.Fields) != 3 {
 		t.Errorf("bad filters: %v, want bad_request naming event, status and after", err)

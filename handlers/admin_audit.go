@@ -15,11 +15,11 @@ import (
 // "venue_id", "order_id", "seats", "before", "after", "created_at"}],
 // "next": the next page's URL or null} (ids 0 and order_id "" when none).
 // HTML: the filters form and a table. 400 bad_request with every unreadable
-// parameter at once.
+// parameter at once, one that is not valid percent-encoding included
+// (c.QueryParams would drop it).
 func (s *Server) handleAdminAudit(c echo.Context) error {
-	query := c.QueryParams()
 	actions := s.Audit.AuditActions()
-	f, ferr := boxoffice.ParseAuditFilter(query, actions)
+	f, query, ferr := boxoffice.ParseAuditFilter(c.Request().URL.RawQuery, actions)
 	if ferr != nil && wantsJSON(c) {
 		return ferr
 	}

@@ -20,11 +20,11 @@ const orderLinesPerFlush = 500
 // "event_id", "status", "amount", "currency", "buyer", "seats",
 // "created_at", "confirmed_at"}], "next": the next page's URL or null}.
 // HTML: the filters form and a table linking each order to its page. 400
-// bad_request with every unreadable parameter at once.
+// bad_request with every unreadable parameter at once, one that is not
+// valid percent-encoding included (c.QueryParams would drop it).
 func (s *Server) handleAdminOrders(c echo.Context) error {
 	ctx := c.Request().Context()
-	query := c.QueryParams()
-	search, serr := boxoffice.ParseOrderSearch(query)
+	search, query, serr := boxoffice.ParseOrderSearch(c.Request().URL.RawQuery)
 	if serr != nil && wantsJSON(c) {
 		return serr
 	}
