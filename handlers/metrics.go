@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"maps"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -80,7 +79,22 @@ func (o *requestObservers) of(l requestLabels) prometheus.Observer {
 	return obs
 }
 
-// metricsHandler serves s.Metrics in the Prometheus text format.
-func (s *Server) metricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{Registry: s.Metrics})
+// metricsHandler returns the handler of GET /metrics: s.Metrics in the
+// Prometheus text format, or the format and compression that the scraper's
+// Accept and Accept-Encoding ask for (promhttp negotiates them). The answer
+// is the same in every language and for every session, so it carries
+// neither the language's Content-Language nor its Vary (s.language adds
+// them to every answer), and the Vary lines that promhttp adds, one per
+// header, are merged into one line (addVary) before the header goes out.
+func (s *Server) metricsHandler() echo.HandlerFunc {
+	h := promhttp.HandlerFor(s.Metrics, promhttp.HandlerOpts{Registry: s.Metrics})
+	return func(c echo.Context) error {
+		res := c.Response()
+		header := res.Header()
+		delete(header, "Vary")
+		delete(header, "Content-Language")
+		res.Before(func() { addVary(header) })
+		h.ServeHTTP(res, c.Request())
+		return nil
+	}
 }

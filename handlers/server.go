@@ -186,7 +186,7 @@ func (s *Server) Handler() http.Handler {
 		checkInputButImport(), crossOriginProtection()))
 	e.GET("/healthz", handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
-	e.GET("/metrics", echo.WrapHandler(s.metricsHandler()))
+	e.GET("/metrics", s.metricsHandler())
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/static/*", staticFiles())
 	e.Match([]string{http.MethodGet, http.MethodHead}, "/favicon.ico", echo.WrapHandler(http.FileServerFS(static.FS)))
 

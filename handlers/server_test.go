@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,43 @@ func TestHealthAndReady(t *testing.T) {
 	for _, path := range []string{"/static/htmx.min.js", "/static/sse.min.js", "/static/pico.min.css", "/favicon.ico"} {
 		wantStatus(t, c.do("GET", path, nil), http.StatusOK)
 		wantStatus(t, c.do("HEAD", path, nil), http.StatusOK)
+	}
+}
+
+// /metrics answers one Vary line naming what promhttp negotiates on, the
+// format and the compression, each once; the metrics are the same in every
+// language and for every session, so neither the language's headers nor
+// the Cookie are named, however the scraper asks.
+func TestMetrics_OneVary(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	c := app.newClient(t)
+	for _, headers := range [][]string{
+		nil,
+		{"Accept-Encoding: gzip"},
+		{"Accept-Encoding: identity", "Accept-Language: ko", "Accept: text/plain"},
+		{"Accept: application/openmetrics-text; version=1.0.0", "Accept-Encoding: gzip, zstd"},
+	} {
+		for _, method := range []string{"GET", "HEAD"} {
+			resp := c.do(method, "/metrics", nil, headers...)
+			wantStatus(t, resp, http.StatusOK)
+			lines := resp.Header.Values("Vary")
+			if len(lines) != 1 {
+				t.Errorf("%s /metrics %v: %d Vary lines %q, want one", method, headers, len(lines), lines)
+				continue
+			}
+			var names []string
+			for name := range strings.SplitSeq(lines[0], ",") {
+				names = append(names, http.CanonicalHeaderKey(strings.TrimSpace(name)))
+			}
+			slices.Sort(names)
+			if want := []string{"Accept", "Accept-Encoding"}; !slices.Equal(names, want) {
+				t.Errorf("%s /metrics %v: Vary %q, want %q", method, headers, lines[0], strings.Join(want, ", "))
+			}
+			if cl := resp.Header.Values("Content-Language"); len(cl) != 0 {
+				t.Errorf("%s /metrics %v: Content-Language %q, want none", method, headers, cl)
+			}
+		}
 	}
 }
 
