@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice"
+	"github.com/boxoffice/boxoffice/handlers"
 	"github.com/labstack/echo/v4"
 )
 
@@ -231,4 +233,23 @@ func TestRoutes_Head(t *testing.T) {
 			}
 		})
 	}
+	// HEAD of the waiting room's stream answers at once, as a stream's
+	// header, and opens no stream: the fan's streams stay free (a fan may
+	// have STREAMS_PER_SESSION open: 2 here), and the answer ends.
+	t.Run("stream", func(t *testing.T) {
+		app := newTestApp(t, func(s *handlers.Server) { s.StreamsPerSession = 2 })
+		ev := app.openEvent(t)
+		fan, _ := app.newAccount(t, "head-stream@example.com", boxoffice.RoleFan)
+		path := fmt.Sprintf("/events/%d/queue/stream", ev.ID)
+		for range 8 {
+			head := fan.do(http.MethodHead, path, nil)
+			wantStatus(t, head, http.StatusOK)
+			if got := head.Header.Get("Content-Type"); got != "text/event-stream" {
+				t.Errorf("HEAD %s: Content-Type %q, want text/event-stream", path, got)
+			}
+			if b, err := io.ReadAll(head.Body); err != nil || len(b) != 0 {
+				t.Errorf("HEAD %s: a body of %d bytes (%v)", path, len(b), err)
+			}
+		}
+	})
 }

@@ -387,6 +387,11 @@ func (s *Server) handleQueueStream(c echo.Context) error {
 	// the language as views.Langs spells it: the request's may be cut from
 	// its Cookie header, which the fan would then keep for the stream's life
 	lang := views.Langs[slices.Index(views.Langs, views.Lang(ctx))]
+	if c.Request().Method == http.MethodHead {
+		// a HEAD learns what a stream would be, and opens none
+		c.Response().Header().Set(echo.HeaderCacheControl, "no-cache")
+		return c.Blob(http.StatusOK, "text/event-stream", nil)
+	}
 	fan := &queueFan{account: boxoffice.AccountFromContext(ctx).ID, place: s.queuePlace(c), lang: lang,
 		session: boxoffice.SessionKeyFromContext(ctx), addr: byAddress(c)}
 	if !s.queueHub.reserve(fan) {
