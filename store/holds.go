@@ -23,10 +23,10 @@ var _ boxoffice.HoldService = (*Holds)(nil)
 var holdLua embed.FS
 
 var (
-	holdScript          = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua")
-	holdBestScript      = loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua")
+	holdScript          = newHotScript(loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold.lua"))
+	holdBestScript      = newHotScript(loadScript(holdLua, "lua/hold_shopper.lua", "lua/hold_best.lua"))
 	holdBestIndexScript = loadScript(holdLua, "lua/hold_best_index.lua")
-	holdReleaseScript   = loadScript(holdLua, "lua/hold_index.lua", "lua/hold_shopper.lua", "lua/hold_release.lua")
+	holdReleaseScript   = newHotScript(loadScript(holdLua, "lua/hold_index.lua", "lua/hold_shopper.lua", "lua/hold_release.lua"))
 	holdExtendScript    = loadScript(holdLua, "lua/hold_extend.lua")
 	holdSoldScript      = loadScript(holdLua, "lua/hold_sold.lua")
 	holdMineScript      = loadScript(holdLua, "lua/hold_mine.lua")
@@ -160,8 +160,9 @@ type Holds struct {
 	// held and sold seats be (NewHolds sets DefaultMapMaxAge); 0 or less reads
 	// them on every call. Set it before first use.
 	MapMaxAge time.Duration
-	// Pipe, if not nil, sends a fan's hold scripts (hold.lua and
-	// hold_best.lua: Hold and HoldBest) in place of Redis.Client, as
+	// Pipe, if not nil, sends a fan's hold scripts (hold.lua, hold_best.lua
+	// and hold_release.lua: Hold, HoldBest and Release) in place of
+	// Redis.Client, as
 	// Queue.Pipe does the queue's: the binary sets the client's automatic
 	// pipelining (Redis.AutoPipeline), so that the holds in flight at once
 	// share one write and one read to Redis instead of each paying its own
@@ -170,7 +171,7 @@ type Holds struct {
 	// their keys and their rules are the same. Its hooks see no request's
 	// context, so tests that count a request's commands through a hook leave
 	// it nil. Set it before first use.
-	Pipe redis.Scripter
+	Pipe HotScripter
 
 	loads  singleflight.Group
 	mu     sync.Mutex
@@ -178,6 +179,7 @@ type Holds struct {
 	maps   map[int64]*sharedMapSlot      // event id -> shared read for SeatStatuses
 	runs   map[int64]*eventRunsCopy      // event id -> its seats for best available
 	hints  map[bestHintKey]bestHint      // where HoldBest starts
+	keys   perEvent[holdKeys]
 
 	granted prometheus.Counter
 	refused *prometheus.CounterVec
@@ -256,12 +258,16 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 		return boxoffice.HoldResult{}, err
 	}
 	e := req.EventID
-	keys, args := h.shopperKeys(req), shopperArgs(req)
+	k := h.keysOf(e)
+	call := h.appendShopperKeys(hotCall(shopperKeyCount+len(labels)+shopperArgCount+len(labels)), k, req)
 	for _, l := range labels {
-		keys = append(keys, h.lockKey(e, l))
-		args = append(args, l)
+		call = append(call, k.lockPrefix+l)
 	}
-	res, err := h.runHoldScript(ctx, holdScript, e, keys, args)
+	call = appendShopperArgs(call, req)
+	for _, l := range labels {
+		call = append(call, l)
+	}
+	res, err := h.runHoldScript(ctx, holdScript, e, shopperKeyCount+len(labels), call)
 	if err != nil {
 		return boxoffice.HoldResult{}, err
 	}
@@ -293,39 +299,76 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	}, nil
 }
 
-// shopperKeys are the keys 1 to 10 of hold.lua and hold_best.lua for req.
-func (h *Holds) shopperKeys(req boxoffice.HoldRequest) []string {
-	e, acct := req.EventID, req.AccountID
-	return []string{
-		h.Redis.Key("cache:ready:{%d}", e),
-		h.Redis.Key("sold:{%d}", e),
-		h.Redis.Key("bought:{%d}", e),
-		h.holdKey(e, acct),
-		h.Redis.Key("held:{%d}", e),
-		h.Redis.Key("holder:{%d}", e),
-		h.Redis.Key("claimed:{%d}", e),
-		h.Redis.entryKey(e, acct),
-		h.Redis.entryLiveKey(e),
-		h.blockedKey(e),
+// holdKeys are the keys of an event's holds that a fan's hold and release
+// scripts name, built once per event and instance (Holds.keysOf): a hold
+// names ten of them, and each formatted anew cost a tenth of its CPU.
+type holdKeys struct {
+	ready, complete, sold, bought, held, holder, claimed, live, blocked, bestGen string
+	// The starts of the keys of an account (hold:{e}:<account>,
+	// entry:{e}:<account>) and of a seat (seat:lock:{e}:<label>,
+	// seat:order:{e}:<label>).
+	holdPrefix, entryPrefix, lockPrefix, orderPrefix string
+	// boxed holds the event's keys boxed once as a call's arguments
+	// (hotCall).
+	boxed struct {
+		ready, complete, sold, bought, held, holder, claimed, live, blocked, bestGen any
 	}
 }
 
-// shopperArgs are the arguments 1 to 5 of hold.lua and hold_best.lua for req.
-func shopperArgs(req boxoffice.HoldRequest) []any {
-	return []any{req.AccountID, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey}
+// keysOf returns event e's holdKeys, kept for every event the instance has
+// served (a few strings an event).
+func (h *Holds) keysOf(e int64) *holdKeys {
+	return h.keys.get(e, func() *holdKeys {
+		r := h.Redis
+		k := &holdKeys{
+			ready: r.Key("cache:ready:{%d}", e), complete: r.Key("cache:complete:{%d}", e),
+			sold: r.Key("sold:{%d}", e), bought: r.boughtKey(e),
+			held: r.Key("held:{%d}", e), holder: r.Key("holder:{%d}", e),
+			claimed: r.Key("claimed:{%d}", e), live: r.entryLiveKey(e),
+			blocked: h.blockedKey(e), bestGen: h.bestGenKey(e),
+			holdPrefix: r.Key("hold:{%d}:", e), entryPrefix: r.entryPrefix(e),
+			lockPrefix: r.Key("seat:lock:{%d}:", e), orderPrefix: r.Key("seat:order:{%d}:", e),
+		}
+		b := &k.boxed
+		b.ready, b.complete, b.sold, b.bought, b.held = k.ready, k.complete, k.sold, k.bought, k.held
+		b.holder, b.claimed, b.live, b.blocked, b.bestGen = k.holder, k.claimed, k.live, k.blocked, k.bestGen
+		return k
+	})
 }
 
-// runHoldScript runs script, hold.lua or hold_best.lua, on keys (from
-// shopperKeys) and args (from shopperArgs) and returns its reply, or the
-// ENOENTRYTOKEN error it gave. When the sold-seat cache's marker is missing
-// it loads the cache and runs the script once more; when that load fails
-// because PostgreSQL cannot be reached, it runs the script on a complete
-// copy instead (keys[0] becomes cache:complete:{e}, args[3] '1'), and
-// answers the load's error if there is none (see Holds).
-func (h *Holds) runHoldScript(ctx context.Context, script *redis.Script, e int64, keys []string, args []any) ([]any, error) {
+// The number of keys and of arguments that hold.lua and hold_best.lua
+// start with (appendShopperKeys, appendShopperArgs).
+const (
+	shopperKeyCount = 10
+	shopperArgCount = 5
+)
+
+// appendShopperKeys appends to call (hotCall's) the keys 1 to 10 of
+// hold.lua and hold_best.lua for req, k being its event's keys.
+func (h *Holds) appendShopperKeys(call []any, k *holdKeys, req boxoffice.HoldRequest) []any {
+	b := &k.boxed
+	return append(call, b.ready, b.sold, b.bought, keyOf(k.holdPrefix, req.AccountID), b.held, b.holder,
+		b.claimed, keyOf(k.entryPrefix, req.AccountID), b.live, b.blocked)
+}
+
+// appendShopperArgs appends to call the arguments 1 to 5 of hold.lua and
+// hold_best.lua for req.
+func appendShopperArgs(call []any, req boxoffice.HoldRequest) []any {
+	return append(call, req.AccountID, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey)
+}
+
+// runHoldScript runs script, hold.lua or hold_best.lua, with call (hotCall's:
+// keys keys from appendShopperKeys on, then the arguments from
+// appendShopperArgs on) and returns its reply, or the ENOENTRYTOKEN error it
+// gave. When the sold-seat cache's marker is missing it loads the cache and
+// runs the script once more; when that load fails because PostgreSQL cannot
+// be reached, it runs the script on a complete copy instead (the first key
+// becomes cache:complete:{e}, the fourth argument '1'), and answers the
+// load's error if there is none (see Holds).
+func (h *Holds) runHoldScript(ctx context.Context, script *hotScript, e int64, keys int, call []any) ([]any, error) {
 	var loadErr error // the load failed: PostgreSQL cannot be reached
 	for attempt := 0; ; attempt++ {
-		res, err := script.Run(ctx, h.shopperScripter(), keys, args...).Slice()
+		res, err := runHot(ctx, h.shopperScripter(), script, false, keys, call).Slice()
 		if err != nil {
 			return nil, fmt.Errorf("hold seats of event %d: %w", e, err)
 		}
@@ -343,7 +386,8 @@ func (h *Holds) runHoldScript(ctx context.Context, script *redis.Script, e int64
 				if !Unreachable(err) {
 					return nil, err
 				}
-				loadErr, keys[0], args[3] = err, h.Redis.Key("cache:complete:{%d}", e), "1"
+				loadErr = err
+				call[hotCallStart], call[hotCallStart+keys+3] = h.keysOf(e).boxed.complete, "1"
 			}
 			continue
 		}
@@ -353,7 +397,7 @@ func (h *Holds) runHoldScript(ctx context.Context, script *redis.Script, e int64
 
 // shopperScripter returns where a fan's hold scripts go: Pipe, or
 // Redis.Client.
-func (h *Holds) shopperScripter() redis.Scripter {
+func (h *Holds) shopperScripter() HotScripter {
 	if h.Pipe != nil {
 		return h.Pipe
 	}
@@ -379,7 +423,7 @@ func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 	first := int64(-1)
 	for i := 0; i+1 < len(flat); i += 2 {
 		label, _ := flat[i].(string)
-		exp, err := strconv.ParseFloat(fmt.Sprint(flat[i+1]), 64)
+		exp, err := replyFloat(flat[i+1])
 		if err != nil {
 			return st, fmt.Errorf("hold expiry %v: %w", flat[i+1], err)
 		}
@@ -394,6 +438,18 @@ func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 		st.HoldsTTL = time.Duration(first-now) * time.Millisecond
 	}
 	return st, nil
+}
+
+// replyFloat reads a number of a script's reply: a score (a string, as
+// ZRANGE WITHSCORES gives it) or an integer.
+func replyFloat(v any) (float64, error) {
+	switch x := v.(type) {
+	case string:
+		return strconv.ParseFloat(x, 64)
+	case int64:
+		return float64(x), nil
+	}
+	return strconv.ParseFloat(fmt.Sprint(v), 64)
 }
 
 // Release ends the shopper's own hold on the seat with a compare-and-delete
@@ -413,20 +469,17 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 		return boxoffice.SeatMapState{}, err
 	}
 	e := s.EventID
-	keys := []string{
-		h.lockKey(e, label),
-		h.holdKey(e, s.AccountID),
-		h.Redis.Key("held:{%d}", e),
-		h.Redis.Key("holder:{%d}", e),
-		h.Redis.entryKey(e, s.AccountID),
-		h.Redis.entryLiveKey(e),
-		h.Redis.Key("sold:{%d}", e),
-		h.Redis.Key("bought:{%d}", e),
-		h.seatOrderKey(e, label),
+	k := h.keysOf(e)
+	b := &k.boxed
+	const ownKeys = 9
+	indexKeys, indexArgs := h.reindexArgs(ctx, e, []string{label}, ownKeys+1)
+	call := append(hotCall(ownKeys+len(indexKeys)+3+len(indexArgs)), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
+		b.held, b.holder, keyOf(k.entryPrefix, s.AccountID), b.live, b.sold, b.bought, k.orderPrefix+label)
+	for _, key := range indexKeys {
+		call = append(call, key)
 	}
-	indexKeys, indexArgs := h.reindexArgs(ctx, e, []string{label}, len(keys)+1)
-	res, err := holdReleaseScript.Run(ctx, h.Redis.Client, append(keys, indexKeys...),
-		append([]any{s.AccountID, label, s.SessionKey}, indexArgs...)...).Slice()
+	call = append(append(call, s.AccountID, label, s.SessionKey), indexArgs...)
+	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, ownKeys+len(indexKeys), call).Slice()
 	if err != nil {
 		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
 	}

@@ -346,23 +346,33 @@ func (l *bestLayout) ranks(grade string, v any) ([]int, bool) {
 // indexes, in that order, for the quantity and kind of block of k, and
 // returns its reply (see runHoldScript).
 func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, quantity int, k bestHintKey, runs []seatRun, window []int) ([]any, error) {
-	keys, args := h.shopperKeys(req), shopperArgs(req)
-	keys = append(keys, h.bestGenKey(req.EventID), h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
+	seats := 0
+	for _, i := range window {
+		seats += len(runs[i].labels)
+	}
+	ek := h.keysOf(req.EventID)
+	keys := shopperKeyCount + 3 + seats
+	call := h.appendShopperKeys(hotCall(keys+shopperArgCount+4+3*len(window)+seats), ek, req)
+	call = append(call, ek.boxed.bestGen, h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
+	for _, i := range window {
+		for _, l := range runs[i].labels {
+			call = append(call, ek.lockPrefix+l)
+		}
+	}
 	mayStrand := "0"
 	if k.strand {
 		mayStrand = "1"
 	}
-	args = append(args, quantity, mayStrand, bestListed, len(window))
+	call = append(appendShopperArgs(call, req), quantity, mayStrand, bestListed, len(window))
 	for _, i := range window {
-		args = append(args, len(runs[i].labels), runs[i].best+1, i)
+		call = append(call, len(runs[i].labels), runs[i].best+1, i)
 	}
 	for _, i := range window {
 		for _, l := range runs[i].labels {
-			keys = append(keys, h.lockKey(req.EventID, l))
-			args = append(args, l)
+			call = append(call, l)
 		}
 	}
-	return h.runHoldScript(ctx, holdBestScript, req.EventID, keys, args)
+	return h.runHoldScript(ctx, holdBestScript, req.EventID, keys, call)
 }
 
 // bestGenKey is the generation of the event's best-available index,

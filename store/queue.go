@@ -8,11 +8,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"maps"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/boxoffice/boxoffice"
@@ -92,15 +90,7 @@ type Queue struct {
 	figures map[int64]queueFigures   // event id -> the latest figures read
 	flights map[int64]*figuresFlight // event id -> the refresh under way
 	gens    map[int64]uint64         // event id -> times this instance admitted
-	keys    atomic.Pointer[map[int64]*queueKeys]
-}
-
-// HotScripter is where the queue's hot scripts go (Queue.Pipe): go-redis's
-// scripting commands, and Process, which sends a script's call as runHot
-// builds it.
-type HotScripter interface {
-	redis.Scripter
-	Process(ctx context.Context, cmd redis.Cmder) error
+	keys    perEvent[queueKeys]
 }
 
 // hot returns where the hot requests' scripts go: Pipe, or Redis.Client.
@@ -261,43 +251,26 @@ type queueKeys struct {
 	boxed struct{ queue, seq, sess, stats, live, pre, preAcct, bought any }
 }
 
-// keysOf returns event e's queueKeys. The instance keeps them for every
-// event it has served (a few strings an event), in a map that is copied to
-// add one, so that reading them takes no lock.
+// keysOf returns event e's queueKeys, kept for every event the instance
+// has served (a few strings an event).
 func (q *Queue) keysOf(e int64) *queueKeys {
-	if m := q.keys.Load(); m != nil {
-		if k, ok := (*m)[e]; ok {
-			return k
+	return q.keys.get(e, func() *queueKeys {
+		k := &queueKeys{
+			queue: q.Redis.Key("queue:{%d}", e), seq: q.Redis.Key("queue:seq:{%d}", e),
+			sess: q.Redis.Key("queue:sess:{%d}", e), stats: q.Redis.Key("queue:stats:{%d}", e),
+			live: q.Redis.entryLiveKey(e), pre: q.Redis.Key("prequeue:{%d}", e),
+			preAcct: q.Redis.Key("prequeue:acct:{%d}", e), bought: q.Redis.boughtKey(e),
+			entryPrefix: q.Redis.entryPrefix(e),
 		}
-	}
-	k := &queueKeys{
-		queue: q.Redis.Key("queue:{%d}", e), seq: q.Redis.Key("queue:seq:{%d}", e),
-		sess: q.Redis.Key("queue:sess:{%d}", e), stats: q.Redis.Key("queue:stats:{%d}", e),
-		live: q.Redis.entryLiveKey(e), pre: q.Redis.Key("prequeue:{%d}", e),
-		preAcct: q.Redis.Key("prequeue:acct:{%d}", e), bought: q.Redis.boughtKey(e),
-		entryPrefix: q.Redis.entryPrefix(e),
-	}
-	k.boxed.queue, k.boxed.seq, k.boxed.sess, k.boxed.stats = k.queue, k.seq, k.sess, k.stats
-	k.boxed.live, k.boxed.pre, k.boxed.preAcct, k.boxed.bought = k.live, k.pre, k.preAcct, k.bought
-	for {
-		old := q.keys.Load()
-		next := make(map[int64]*queueKeys, 1)
-		if old != nil {
-			if have, ok := (*old)[e]; ok {
-				return have
-			}
-			next = maps.Clone(*old)
-		}
-		next[e] = k
-		if q.keys.CompareAndSwap(old, &next) {
-			return k
-		}
-	}
+		k.boxed.queue, k.boxed.seq, k.boxed.sess, k.boxed.stats = k.queue, k.seq, k.sess, k.stats
+		k.boxed.live, k.boxed.pre, k.boxed.preAcct, k.boxed.bought = k.live, k.pre, k.preAcct, k.bought
+		return k
+	})
 }
 
 // entryKey is the account's entry token key for event e (Redis.entryKey).
 func (q *Queue) entryKey(e, accountID int64) string {
-	return q.keysOf(e).entryPrefix + strconv.FormatInt(accountID, 10)
+	return keyOf(q.keysOf(e).entryPrefix, accountID)
 }
 
 // proofKey is the used proof of work of challenge for event e (the join
@@ -356,7 +329,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	}
 	call = append(call, accountID, sessionKey, epoch, token, max(r.Limit, 0),
 		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boxedBool(kept.st.soldOut), boxedBool(kept.st.pace.Paused))
-	res, err := q.runHot(ctx, queueJoinScript, false, keys, call).Slice()
+	res, err := runHot(ctx, q.hot(), queueJoinScript, false, keys, call).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
 	}
@@ -506,7 +479,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	for _, id := range ids {
 		call = append(call, strconv.FormatInt(id, 10))
 	}
-	res, err := q.runHot(ctx, queuePositionsScript, true, keys, call).Slice()
+	res, err := runHot(ctx, q.hot(), queuePositionsScript, true, keys, call).Slice()
 	var packed, bound string
 	if err == nil {
 		if len(res) == replies {
@@ -636,7 +609,7 @@ func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry,
 	acct := strconv.FormatInt(accountID, 10)
 	k := q.keysOf(eventID)
 	call := append(hotCall(3), k.entryPrefix+acct, k.boxed.live, acct)
-	res, err := q.runHot(ctx, queueEntryScript, true, 2, call).Slice()
+	res, err := runHot(ctx, q.hot(), queueEntryScript, true, 2, call).Slice()
 	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
 	}
