@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -225,6 +226,31 @@ func (s *hotSale) run(b *testing.B, status int, req func(f *hotFan) *http.Reques
 	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
 }
 
+// runOwn is run with each of the benchmark's goroutines taking turns among
+// fans of its own, so that no two requests of one fan are ever in flight
+// at once; each op is pair(f), which may serve several requests.
+func (s *hotSale) runOwn(b *testing.B, pair func(f *hotFan)) {
+	goroutines := hotParallelism * runtime.GOMAXPROCS(0)
+	if goroutines > len(s.fans) {
+		b.Fatalf("%d goroutines for %d fans: each needs a fan of its own", goroutines, len(s.fans))
+	}
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.SetParallelism(hotParallelism)
+	b.ResetTimer()
+	cpu := processCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		g := int(next.Add(1) - 1)
+		for i := g; pb.Next(); i += goroutines {
+			if i >= len(s.fans) {
+				i = g
+			}
+			pair(&s.fans[i])
+		}
+	})
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
 // processCPU returns the CPU time the process has used (user and system),
 // in nanoseconds: on a machine shared with other work, a request's CPU
 // time varies less than its wall time.
@@ -300,6 +326,17 @@ func BenchmarkHot(b *testing.B) {
 		path := fmt.Sprintf("/events/%d/holds", s.event.ID)
 		s.run(b, http.StatusOK, func(f *hotFan) *http.Request {
 			return s.request(f, "POST", path, "seat="+f.seat, "Accept: application/json")
+		})
+	})
+	// The same hold, then DELETE /events/{id}/holds/{seat} (JSON) of the
+	// seat: each op is the pair, so a release costs the pair less a
+	// Hold/JSON.
+	b.Run("HoldRelease/JSON", func(b *testing.B) {
+		s.admit(b)
+		path := fmt.Sprintf("/events/%d/holds", s.event.ID)
+		s.runOwn(b, func(f *hotFan) {
+			s.serve(b, s.request(f, "POST", path, "seat="+f.seat, "Accept: application/json"), http.StatusOK)
+			s.serve(b, s.request(f, "DELETE", path+"/"+f.seat, "", "Accept: application/json"), http.StatusOK)
 		})
 	})
 }

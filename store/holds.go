@@ -472,14 +472,13 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	k := h.keysOf(e)
 	b := &k.boxed
 	const ownKeys = 9
-	indexKeys, indexArgs := h.reindexArgs(ctx, e, []string{label}, ownKeys+1)
-	call := append(hotCall(ownKeys+len(indexKeys)+3+len(indexArgs)), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
+	// room for the keys and arguments of a run's longest reindex
+	call := append(hotCall(ownKeys+1+boxoffice.MaxPerAccountLimit+3+1+3*boxoffice.MaxPerAccountLimit), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
 		b.held, b.holder, keyOf(k.entryPrefix, s.AccountID), b.live, b.sold, b.bought, k.orderPrefix+label)
-	for _, key := range indexKeys {
-		call = append(call, key)
-	}
+	call, indexArgs := h.appendReindex(ctx, e, []string{label}, call, ownKeys+1)
+	keys := len(call) - hotCallStart
 	call = append(append(call, s.AccountID, label, s.SessionKey), indexArgs...)
-	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, ownKeys+len(indexKeys), call).Slice()
+	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, keys, call).Slice()
 	if err != nil {
 		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)
 	}

@@ -43,6 +43,10 @@ const bestHintMaxAge = 2 * time.Second
 type seatRun struct {
 	labels []string
 	best   int
+	// first and rank are the run's first label and its rank (index) in
+	// its grade's runs boxed once as a script's arguments (appendReindex),
+	// set by newBestLayout.
+	first, rank any
 }
 
 // gradeRuns is an event's seats for best available: each grade's runs, best
@@ -54,6 +58,10 @@ type gradeRuns map[string][]seatRun
 type bestLayout struct {
 	grades gradeRuns
 	runOf  map[string]runRef
+	// index holds, for each grade, the keys of best available's index for
+	// the quantities 1 to boxoffice.MaxPerAccountLimit (bestIndexKey, at
+	// q-1), boxed once as a script's arguments.
+	index map[string][]any
 }
 
 // runRef names a run: its grade and its rank (index) in the grade's runs.
@@ -62,15 +70,23 @@ type runRef struct {
 	rank  int
 }
 
-// newBestLayout indexes grades by label.
-func newBestLayout(grades gradeRuns) *bestLayout {
-	l := &bestLayout{grades: grades, runOf: map[string]runRef{}}
+// newBestLayout indexes grades by label, boxes each run's first label and
+// rank, and keeps each grade's index keys, indexKey(grade, quantity).
+func newBestLayout(grades gradeRuns, indexKey func(grade string, quantity int) string) *bestLayout {
+	l := &bestLayout{grades: grades, runOf: map[string]runRef{}, index: make(map[string][]any, len(grades))}
 	for g, runs := range grades {
-		for i, r := range runs {
+		for i := range runs {
+			r := &runs[i]
+			r.first, r.rank = r.labels[0], i
 			for _, label := range r.labels {
 				l.runOf[label] = runRef{g, i}
 			}
 		}
+		keys := make([]any, boxoffice.MaxPerAccountLimit)
+		for q := range keys {
+			keys[q] = indexKey(g, q+1)
+		}
+		l.index[g] = keys
 	}
 	return l
 }
@@ -433,36 +449,60 @@ func (h *Holds) buildBestIndex(ctx context.Context, eventID int64, grade string,
 
 // reindexArgs returns the keys and arguments of index_runs (hold_index.lua)
 // that put the runs of labels, seats of the event that became free again,
-// back into best available's index: best:gen:{e} and the zsets, whose
-// positions in the script's KEYS start at first; then '0' and the triples.
-// When the event's runs cannot be read, the arguments say so ('1'), and
-// the script makes the whole index be built again instead.
+// back into best available's index (appendReindex's, the keys as strings).
 func (h *Holds) reindexArgs(ctx context.Context, eventID int64, labels []string, first int) ([]string, []any) {
-	keys := []string{h.bestGenKey(eventID)}
+	boxed, args := h.appendReindex(ctx, eventID, labels, nil, first)
+	keys := make([]string, len(boxed))
+	for i, k := range boxed {
+		keys[i] = k.(string)
+	}
+	return keys, args
+}
+
+// appendReindex appends to call the keys of index_runs (hold_index.lua)
+// that put the runs of labels, seats of the event that became free again,
+// back into best available's index: best:gen:{e} and the zsets, whose
+// positions in the script's KEYS start at first; and returns it with the
+// arguments, '0' and the triples. When the event's runs cannot be read,
+// the arguments say so ('1'), and the script makes the whole index be
+// built again instead. The keys and the runs' arguments are the layout's,
+// boxed once (bestLayout.index, seatRun.first).
+func (h *Holds) appendReindex(ctx context.Context, eventID int64, labels []string, call []any, first int) ([]any, []any) {
+	start := len(call)
+	call = append(call, h.keysOf(eventID).boxed.bestGen)
 	layout, err := h.eventRuns(ctx, eventID)
 	if err != nil {
-		return keys, []any{"1"}
+		return call, []any{"1"}
 	}
-	args := []any{"0"}
-	pos := map[string]int{}
+	// at[g][q-1] is the position in KEYS of grade g's zset for quantity q,
+	// 0 until it is in call.
+	type gradeAt struct {
+		grade string
+		at    [boxoffice.MaxPerAccountLimit]int
+	}
+	var gradesAt []gradeAt
+	args := make([]any, 1, 1+3*len(labels)*boxoffice.MaxPerAccountLimit)
+	args[0] = "0"
 	for _, label := range labels {
 		ref, ok := layout.runOf[label]
 		if !ok {
 			continue
 		}
-		run := layout.grades[ref.grade][ref.rank]
+		g := slices.IndexFunc(gradesAt, func(a gradeAt) bool { return a.grade == ref.grade })
+		if g < 0 {
+			g, gradesAt = len(gradesAt), append(gradesAt, gradeAt{grade: ref.grade})
+		}
+		run, keys := &layout.grades[ref.grade][ref.rank], layout.index[ref.grade]
 		for q := 1; q <= min(len(run.labels), boxoffice.MaxPerAccountLimit); q++ {
-			key := h.bestIndexKey(eventID, ref.grade, q)
-			at, ok := pos[key]
-			if !ok {
-				at = first + len(keys)
-				pos[key] = at
-				keys = append(keys, key)
+			at := &gradesAt[g].at[q-1]
+			if *at == 0 {
+				*at = first + len(call) - start
+				call = append(call, keys[q-1])
 			}
-			args = append(args, at, ref.rank, run.labels[0])
+			args = append(args, *at, run.rank, run.first)
 		}
 	}
-	return keys, args
+	return call, args
 }
 
 // bestHintFor returns k's hint, or the zero hint (from the first run) when
@@ -550,7 +590,9 @@ func (h *Holds) loadRuns(ctx context.Context, eventID int64, kept *eventRunsCopy
 	if err != nil {
 		return nil, err
 	}
-	runs := newBestLayout(seatRuns(seats, orders))
+	runs := newBestLayout(seatRuns(seats, orders), func(grade string, quantity int) string {
+		return h.bestIndexKey(eventID, grade, quantity)
+	})
 	fixed, err := h.seatsFixed(ctx, eventID)
 	if err != nil {
 		return nil, err

@@ -1688,12 +1688,12 @@ func TestQueue_Pipe(t *testing.T) {
 }
 
 // TestQueue_ScriptsFlushed sends the hot scripts (a join, a position read, an
-// entry read) to a Redis that has forgotten them (SCRIPT FLUSH, as after a
-// restart), on the plain client and through the automatic pipeline: each is
-// sent again with EVAL and answers as before. On a Redis of its own: a flush
-// of the shared one would send every other test's next script call, in
-// every package, through the fallback, and the tests that count round
-// trips would count one more.
+// entry read; a hold, a best-available hold and a release) to a Redis that
+// has forgotten them (SCRIPT FLUSH, as after a restart), on the plain client
+// and through the automatic pipeline: each is sent again with EVAL and
+// answers as before. On a Redis of its own: a flush of the shared one would
+// send every other test's next script call, in every package, through the
+// fallback, and the tests that count round trips would count one more.
 func TestQueue_ScriptsFlushed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -1731,6 +1731,42 @@ func TestQueue_ScriptsFlushed(t *testing.T) {
 		}
 		if err := q.CheckEntry(ctx, queueEvent, 1, sess(1)); err != nil {
 			t.Fatalf("client %d: CheckEntry of the admitted fan = %v, want nil", i, err)
+		}
+	}
+
+	db := storetest.MustOpenDB(t)
+	ev := storetest.NewEvent(t, db, 16)
+	plainHolds, err := store.NewHolds(db, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipedHolds, err := store.NewHolds(db, r, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pipedHolds.Pipe = pipe
+	flush := func() {
+		t.Helper()
+		if err := r.Client.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, h := range []*store.Holds{plainHolds, pipedHolds, plainHolds, pipedHolds} {
+		req := boxoffice.HoldRequest{EventID: ev.ID, AccountID: int64(100 + i), Limit: 4, TTL: time.Minute}
+		flush()
+		seat := ev.S[i]
+		if res, err := h.Hold(ctx, req, []string{seat}); err != nil || !slices.Equal(res.Held, []string{seat}) {
+			t.Fatalf("client %d: Hold(%s) = %+v, %v; want it held", i, seat, res, err)
+		}
+		flush()
+		best, err := h.HoldBest(ctx, req, "R", 1)
+		if err != nil || len(best.Held) != 1 || !slices.Equal(best.Mine.Mine, slices.Sorted(slices.Values([]string{seat, best.Held[0]}))) {
+			t.Fatalf("client %d: HoldBest = %+v, %v; want one R seat held besides %s", i, best, err, seat)
+		}
+		flush()
+		mine, err := h.Release(ctx, boxoffice.Shopper{EventID: ev.ID, AccountID: req.AccountID}, seat)
+		if err != nil || !slices.Equal(mine.Mine, best.Held) {
+			t.Fatalf("client %d: Release(%s) = %+v, %v; want only %v left held", i, seat, mine, err, best.Held)
 		}
 	}
 }
