@@ -189,7 +189,9 @@ type HoldService interface {
 	// ExtendHolds moves the expiry of those of labels that the account still
 	// holds to ttl from now (never earlier than it was), for the order
 	// orderID, whose expiry then ends only those holds; while the order
-	// awaits payment its seats cannot be released (Release, Leave). Errors:
+	// awaits payment its seats cannot be released (Release, Leave). In the
+	// same step the account's live entry token lasts at least as long, so
+	// that the turn outlives the order's payment window. Errors:
 	// ESEATTAKEN with Details["seats"] the labels no longer held (the others
 	// were extended, and none of them is the order's then: the caller
 	// cancels it).

@@ -175,6 +175,41 @@ func TestCreateOrder(t *testing.T) {
 	}
 }
 
+// A checkout extends the fan's turn to the end of the order's payment
+// window: a fan admitted for a minute, checking out, still has the seat map
+// and the checkout (entry token) for as long as the order may be paid.
+func TestCreateOrder_ExtendsTurn(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	ev := app.saleEvent(t)
+	c, acct := app.newAccount(t, "turn@example.com", boxoffice.RoleFan)
+	wantStatus(t, c.do("POST", fmt.Sprintf("/events/%d/queue", ev.ID), url.Values{}, "Accept: application/json"), http.StatusOK)
+	app.admit(t, boxoffice.AdmissionSettings{EventID: ev.ID, Rate: 1000, TokenTTL: time.Minute})
+	app.hold(t, acct, ev.ID, "A-1-1")
+	resp := c.do("POST", fmt.Sprintf("/events/%d/orders", ev.ID), url.Values{}, "Accept: application/json")
+	wantStatus(t, resp, http.StatusCreated)
+	var o orderAnswer
+	decodeJSON(t, resp, &o)
+	var order struct {
+		ExpiresAt time.Time `json:"expires_at"`
+	}
+	decodeJSON(t, c.do("GET", "/orders/"+o.OrderID, nil, "Accept: application/json"), &order)
+	if order.ExpiresAt.Before(time.Now().Add(time.Minute)) {
+		t.Fatalf("the order expires at %v, want its payment window, longer than the turn's minute", order.ExpiresAt)
+	}
+
+	resp = c.do("GET", fmt.Sprintf("/events/%d/entry", ev.ID), nil, "Accept: application/json")
+	wantStatus(t, resp, http.StatusOK)
+	ttl, _ := decode(t, resp)["ttl_ms"].(float64)
+	// The turn's time left was read before now: it ends no earlier than the
+	// order (within Redis's millisecond) if it is at least the window's
+	// time left now.
+	if left := time.Until(order.ExpiresAt) - time.Millisecond; time.Duration(ttl)*time.Millisecond < left {
+		t.Errorf("the turn has %v left after the checkout, want at least the payment window's %v", time.Duration(ttl)*time.Millisecond, left)
+	}
+	wantStatus(t, c.do("GET", seatsPath(ev.ID), nil, "Accept: application/json"), http.StatusOK)
+}
+
 // The whole journey over HTTP: checkout, pay at the sandbox, back to the
 // success URL, the order page with its tickets and their QR codes.
 func TestCheckoutJourney(t *testing.T) {

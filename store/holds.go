@@ -824,10 +824,14 @@ func holdTaken(taken, blocked []string) *boxoffice.Error {
 // already, and records orderID on each of them (seat:order:{e}:<label>,
 // expiring with the hold), in one Lua script; checkout calls it to keep the
 // seats through the order's payment window. The order's expiry then ends only
-// those holds (releaseOrder). Errors: ESEATTAKEN with Details["seats"] the
-// labels the account no longer holds (expired, released, sold or never held);
-// the others were extended all the same. A ttl under 1 ms is a programming
-// error.
+// those holds (releaseOrder). In the same script, when every seat was still
+// held, the account's entry token (entry:{e}:<account>, and its expiry in
+// entry:live:{e}) lasts at least as long, so that the turn does not end
+// before the order's payment window: a token that ended stays ended, and
+// one that lasts longer keeps its expiry. Errors: ESEATTAKEN with
+// Details["seats"] the labels the account no longer holds (expired,
+// released, sold or never held); the others were extended all the same, and
+// the token was not. A ttl under 1 ms is a programming error.
 func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, orderID string, labels []string, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("extend holds: TTL %v must be positive", ttl)
@@ -835,7 +839,8 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, order
 	if len(labels) == 0 {
 		return nil
 	}
-	keys := []string{h.holdKey(eventID, accountID), h.Redis.Key("held:{%d}", eventID)}
+	keys := []string{h.holdKey(eventID, accountID), h.Redis.Key("held:{%d}", eventID),
+		h.Redis.entryKey(eventID, accountID), h.Redis.entryLiveKey(eventID)}
 	keys = append(keys, h.seatKeys(eventID, labels)...)
 	args := []any{accountID, ttl.Milliseconds(), orderID}
 	for _, l := range labels {

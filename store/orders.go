@@ -115,8 +115,10 @@ func orderName(title string, seats int) string {
 // of the event (queueInsertOrder). The transaction is two round trips, each
 // one batch on one connection: BEGIN with checkoutLocked's reads and locks,
 // then the order's writes with COMMIT and the order's reads (as
-// FindOrderByID's, but for the tickets: a payable order has none). After commit the holds are extended to the order's
-// expiry; if some ended meanwhile, the order is CANCELLED (hold_lost).
+// FindOrderByID's, but for the tickets: a payable order has none). After commit the holds, and the
+// account's entry token with them, are extended to the order's expiry (one
+// Redis round trip, ExtendHolds); if some ended meanwhile, the order is
+// CANCELLED (hold_lost).
 //
 // Errors: ENOHOLDS (no live holds); ENOTFOUND (no such event); ECONFLICT
 // (the event is not on sale or the sale has ended); ESEATTAKEN with

@@ -1,7 +1,8 @@
--- Extends those of an account's holds that it still holds, for an order's
--- payment window, and records that order on each of them.
--- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e},
--- KEYS[3..2+n] seat:lock:{e}:<label>, KEYS[3+n..2+2n] seat:order:{e}:<label>,
+-- Extends those of an account's holds that it still holds, and its turn,
+-- for an order's payment window, and records that order on each hold.
+-- KEYS[1] hold:{e}:{acct}, KEYS[2] held:{e}, KEYS[3] entry:{e}:{acct},
+-- KEYS[4] entry:live:{e},
+-- KEYS[5..4+n] seat:lock:{e}:<label>, KEYS[5+n..4+2n] seat:order:{e}:<label>,
 -- one of each per seat, in ARGV's order
 -- ARGV[1] account id, ARGV[2] TTL (ms), ARGV[3] order id, ARGV[4..] labels.
 -- Each still-held seat's expiry becomes now + TTL unless it was later
@@ -12,15 +13,20 @@
 -- no longer held, the checkout cancels the order (hold_lost), and after it
 -- replaced the account's older order no order of the account is payable:
 -- then no seat keeps a seat:order key (the still-held seats are extended
--- all the same, and the fan may release them). Returns the labels no longer
--- held by the account.
+-- all the same, and the fan may release them), and the turn is not
+-- extended. Otherwise the account's entry token, while it lives, lasts at
+-- least until now + TTL too (its expiry in entry:live:{e} with it), so that
+-- the turn outlives the order's payment window and the fan may come back
+-- to pay or check out again; a token that ended (ran out, left, done) stays
+-- ended, and one that lasts longer is not shortened. Returns the labels no
+-- longer held by the account.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local acct, exp, order = ARGV[1], now + tonumber(ARGV[2]), ARGV[3]
-local n = (#KEYS - 2) / 2
+local n = (#KEYS - 4) / 2
 local lost, scored, stamps = {}, {}, {}
-for i = 3, 2 + n do
-  local label = ARGV[i + 1]
+for i = 5, 4 + n do
+  local label = ARGV[i - 1]
   local score = redis.call('ZSCORE', KEYS[1], label)
   if score and tonumber(score) >= now and redis.call('GET', KEYS[i]) == acct then
     local ends
@@ -44,6 +50,13 @@ for i = 1, #stamps, 2 do
     redis.call('SET', stamps[i], order, 'PXAT', stamps[i + 1])
   else
     redis.call('DEL', stamps[i])
+  end
+end
+if #lost == 0 then
+  local ends = redis.call('PEXPIRETIME', KEYS[3])
+  if ends >= 0 and ends < exp then
+    redis.call('PEXPIREAT', KEYS[3], exp)
+    redis.call('ZADD', KEYS[4], 'XX', exp, acct)
   end
 end
 if #scored > 0 then
