@@ -120,13 +120,25 @@ type HoldResult struct {
 // are not free (a label that is absent is free); Mine lists the account's live
 // holds, sorted; HoldsTTL is the time left until the first of them ends (0
 // without holds); Owned is the tickets the account already bought for the
-// event.
+// event; InOrder maps those of Mine that are in the account's order
+// awaiting payment to the order's id (nil when none is): they cannot be
+// released until the order is paid or ends.
 type SeatMapState struct {
 	Statuses map[string]SeatStatus
 	Mine     []string
 	HoldsTTL time.Duration
 	Owned    int
 	Now      time.Time
+	InOrder  map[string]string
+}
+
+// SetInOrder records that the held seat label is in the order orderID
+// awaiting payment (InOrder).
+func (s *SeatMapState) SetInOrder(label, orderID string) {
+	if s.InOrder == nil {
+		s.InOrder = map[string]string{}
+	}
+	s.InOrder[label] = orderID
 }
 
 // Status returns the status of the seat with the given label.

@@ -255,7 +255,7 @@ func TestRoundTrips_HotRequests(t *testing.T) {
 	// own message is not copied: ask until one costs nothing.
 	copied := app.copiedSession(t, fan, event)
 
-	statuses := [][]string{{"get", "zscore", "time", "exists", "get", "hget", "zrange"}}
+	statuses := [][]string{{"get", "zscore", "time", "exists", "get", "hget", "zrange", "hgetall"}}
 	entry := [][]string{{"evalsha_ro"}}
 	run := func(t *testing.T, fan *client, steps []tripStep) {
 		t.Helper()

@@ -68,7 +68,7 @@ func (s *Orders) endOrder(ctx context.Context, o *boxoffice.Order) {
 	if o.Status.CanBecome(boxoffice.OrderConfirmed) {
 		return
 	}
-	if err := s.Holds.endOrder(context.WithoutCancel(ctx), o.EventID, o.ID, o.Seats()); err != nil {
+	if err := s.Holds.endOrder(context.WithoutCancel(ctx), o.EventID, o.AccountID, o.ID, o.Seats()); err != nil {
 		s.logger().Warn("end the order of its seats' holds (they stay the order's until they expire)", "order_id", o.ID, "err", err)
 	}
 }

@@ -263,11 +263,12 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	for _, l := range labels {
 		call = append(call, k.lockPrefix+l)
 	}
+	call = append(call, keyOf(k.holdOrderPrefix, req.AccountID))
 	call = appendShopperArgs(call, req)
 	for _, l := range labels {
 		call = append(call, l)
 	}
-	res, err := h.runHoldScript(ctx, holdScript, e, shopperKeyCount+len(labels), call)
+	res, err := h.runHoldScript(ctx, holdScript, e, shopperKeyCount+len(labels)+1, call)
 	if err != nil {
 		return boxoffice.HoldResult{}, err
 	}
@@ -308,6 +309,9 @@ type holdKeys struct {
 	// entry:{e}:<account>) and of a seat (seat:lock:{e}:<label>,
 	// seat:order:{e}:<label>).
 	holdPrefix, entryPrefix, lockPrefix, orderPrefix string
+	// The start of an account's seats in its order awaiting payment
+	// (hold:order:{e}:<account>).
+	holdOrderPrefix string
 	// boxed holds the event's keys boxed once as a call's arguments
 	// (hotCall).
 	boxed struct {
@@ -328,6 +332,7 @@ func (h *Holds) keysOf(e int64) *holdKeys {
 			blocked: h.blockedKey(e), bestGen: h.bestGenKey(e),
 			holdPrefix: r.Key("hold:{%d}:", e), entryPrefix: r.entryPrefix(e),
 			lockPrefix: r.Key("seat:lock:{%d}:", e), orderPrefix: r.Key("seat:order:{%d}:", e),
+			holdOrderPrefix: r.Key("hold:order:{%d}:", e),
 		}
 		b := &k.boxed
 		b.ready, b.complete, b.sold, b.bought, b.held = k.ready, k.complete, k.sold, k.bought, k.held
@@ -415,13 +420,14 @@ func entryRefused(reason any) error {
 
 // mineState builds an account's own part of the seat map from a script's
 // reply: Redis's time (ms), the tickets bought, and the account's live
-// holds as a flat list of label, expiry (ms).
+// holds as a flat list of label, expiry (ms), order (” when the hold is in
+// no order awaiting payment; hold_shopper.lua's holds_reply).
 func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 	now := toInt64(nowMs)
 	st := boxoffice.SeatMapState{Statuses: map[string]boxoffice.SeatStatus{}, Owned: int(toInt64(owned)), Now: time.UnixMilli(now)}
 	flat, _ := holds.([]any)
 	first := int64(-1)
-	for i := 0; i+1 < len(flat); i += 2 {
+	for i := 0; i+2 < len(flat); i += 3 {
 		label, _ := flat[i].(string)
 		exp, err := replyFloat(flat[i+1])
 		if err != nil {
@@ -429,6 +435,9 @@ func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 		}
 		st.Statuses[label] = boxoffice.SeatMine
 		st.Mine = append(st.Mine, label)
+		if order, _ := flat[i+2].(string); order != "" {
+			st.SetInOrder(label, order)
+		}
 		if e := int64(exp); first < 0 || e < first {
 			first = e
 		}
@@ -473,9 +482,10 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	b := &k.boxed
 	const ownKeys = 9
 	// room for the keys and arguments of a run's longest reindex
-	call := append(hotCall(ownKeys+1+boxoffice.MaxPerAccountLimit+3+1+3*boxoffice.MaxPerAccountLimit), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
+	call := append(hotCall(ownKeys+1+boxoffice.MaxPerAccountLimit+1+3+1+3*boxoffice.MaxPerAccountLimit), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
 		b.held, b.holder, keyOf(k.entryPrefix, s.AccountID), b.live, b.sold, b.bought, k.orderPrefix+label)
 	call, indexArgs := h.appendReindex(ctx, e, []string{label}, call, ownKeys+1)
+	call = append(call, keyOf(k.holdOrderPrefix, s.AccountID))
 	keys := len(call) - hotCallStart
 	call = append(append(call, s.AccountID, label, s.SessionKey), indexArgs...)
 	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, keys, call).Slice()
@@ -594,6 +604,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 		complete := pipe.Get(ctx, h.Redis.Key("cache:complete:{%d}", eventID))
 		bought := pipe.HGet(ctx, h.Redis.Key("bought:{%d}", eventID), me)
 		mine := pipe.ZRangeWithScores(ctx, h.holdKey(eventID, accountID), 0, -1)
+		inOrder := pipe.HGetAll(ctx, h.holdOrderKey(eventID, accountID))
 		var held *redis.ZSliceCmd
 		var holders *redis.MapStringStringCmd
 		var sold, blocked *redis.StringSliceCmd
@@ -647,7 +658,7 @@ func (h *Holds) SeatStatuses(ctx context.Context, s boxoffice.Shopper) (boxoffic
 				return boxoffice.SeatMapState{}, fmt.Errorf("seat statuses of event %d: bought count %q: %w", eventID, v, err)
 			}
 		}
-		return shared.state(timeCmd.Val(), me, mine.Val(), owned), nil
+		return shared.state(timeCmd.Val(), me, mine.Val(), inOrder.Val(), owned), nil
 	}
 }
 
@@ -737,7 +748,9 @@ func (h *Holds) storeSharedMap(eventID int64, m *sharedMap, claimed bool) {
 // state combines the shared read with the account's own holds at now (Redis's
 // clock). A seat the shared read shows held by the account itself is decided
 // by its own holds alone, so that a seat it just released shows free.
-func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, owned int) boxoffice.SeatMapState {
+// inOrder is hold:order:{e}:<account> as read with the holds (label ->
+// order awaiting payment).
+func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, inOrder map[string]string, owned int) boxoffice.SeatMapState {
 	nowMs := now.UnixMilli()
 	st := boxoffice.SeatMapState{
 		Statuses: make(map[string]boxoffice.SeatStatus, len(m.held)+len(m.sold)+len(m.blocked)+len(mine)),
@@ -763,6 +776,9 @@ func (m *sharedMap) state(now time.Time, me string, mine []redis.Z, owned int) b
 		}
 		st.Statuses[l] = boxoffice.SeatMine
 		st.Mine = append(st.Mine, l)
+		if order := inOrder[l]; order != "" {
+			st.SetInOrder(l, order)
+		}
 		if first < 0 || exp < first {
 			first = exp
 		}
@@ -840,7 +856,7 @@ func (h *Holds) ExtendHolds(ctx context.Context, eventID, accountID int64, order
 		return nil
 	}
 	keys := []string{h.holdKey(eventID, accountID), h.Redis.Key("held:{%d}", eventID),
-		h.Redis.entryKey(eventID, accountID), h.Redis.entryLiveKey(eventID)}
+		h.Redis.entryKey(eventID, accountID), h.Redis.entryLiveKey(eventID), h.holdOrderKey(eventID, accountID)}
 	keys = append(keys, h.seatKeys(eventID, labels)...)
 	args := []any{accountID, ttl.Milliseconds(), orderID}
 	for _, l := range labels {
@@ -877,20 +893,24 @@ func (h *Holds) seatOrderKey(eventID int64, label string) string {
 }
 
 // endOrder ends, in one Lua script, the order's claim on the holds of its
-// seats (labels), for an order that can no longer be paid (failed or
-// refunded): each seat:order:{e}:<label> key that names orderID goes, so
-// that the buyer may release the holds again (Release, Leave); a key that
-// names a newer order stays. Errors: Redis's (then the keys expire with the
-// holds they describe).
-func (h *Holds) endOrder(ctx context.Context, eventID int64, orderID string, labels []string) error {
+// seats (labels), for an order of the account that can no longer be paid
+// (failed or refunded): each seat:order:{e}:<label> key that names orderID
+// goes, with its entry in hold:order:{e}:<account>, so that the buyer may
+// release the holds again (Release, Leave) and the hold panel offers it; a
+// key that names a newer order stays. Errors: Redis's (then the keys expire
+// with the holds they describe).
+func (h *Holds) endOrder(ctx context.Context, eventID, accountID int64, orderID string, labels []string) error {
 	if len(labels) == 0 {
 		return nil
 	}
-	keys := make([]string, len(labels))
+	keys := make([]string, 1+len(labels))
+	keys[0] = h.holdOrderKey(eventID, accountID)
+	args := make([]any, 1+len(labels))
+	args[0] = orderID
 	for i, l := range labels {
-		keys[i] = h.seatOrderKey(eventID, l)
+		keys[1+i], args[1+i] = h.seatOrderKey(eventID, l), l
 	}
-	if err := holdOrderEndScript.Run(ctx, h.Redis.Client, keys, orderID).Err(); err != nil {
+	if err := holdOrderEndScript.Run(ctx, h.Redis.Client, keys, args...).Err(); err != nil {
 		return fmt.Errorf("end the holds' order %s: %w", orderID, err)
 	}
 	return nil
@@ -1019,6 +1039,14 @@ func (h *Holds) lockKey(eventID int64, label string) string {
 
 func (h *Holds) holdKey(eventID, accountID int64) string {
 	return h.Redis.Key("hold:{%d}:%d", eventID, accountID)
+}
+
+// holdOrderKey is hold:order:{e}:<account>, the hash label -> order id of
+// the account's holds in its order awaiting payment, expiring with the last
+// of their seat:order keys (ExtendHolds): what the hold panel reads to tell
+// those holds, which cannot be released, from the others.
+func (h *Holds) holdOrderKey(eventID, accountID int64) string {
+	return h.Redis.Key("hold:order:{%d}:%d", eventID, accountID)
 }
 
 // refuse counts a refused hold request by its error code.

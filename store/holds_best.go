@@ -367,7 +367,7 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 		seats += len(runs[i].labels)
 	}
 	ek := h.keysOf(req.EventID)
-	keys := shopperKeyCount + 3 + seats
+	keys := shopperKeyCount + 3 + seats + 1
 	call := h.appendShopperKeys(hotCall(keys+shopperArgCount+4+3*len(window)+seats), ek, req)
 	call = append(call, ek.boxed.bestGen, h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
 	for _, i := range window {
@@ -375,6 +375,7 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 			call = append(call, ek.lockPrefix+l)
 		}
 	}
+	call = append(call, keyOf(ek.holdOrderPrefix, req.AccountID))
 	mayStrand := "0"
 	if k.strand {
 		mayStrand = "1"

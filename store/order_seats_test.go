@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -23,6 +24,32 @@ func wantInOrder(tb testing.TB, err error, code, orderID string) {
 	if got := e.Details["order_id"]; got != orderID {
 		tb.Errorf("%s names order %v, want %s", code, got, orderID)
 	}
+}
+
+// wantInOrderSeats checks which of the fan's holds the state says are in
+// an order awaiting payment (SeatMapState.InOrder), as the hold panel shows
+// them, and that SeatStatuses reads the same.
+func wantInOrderSeats(tb testing.TB, env *checkouttest.Env, sh boxoffice.Shopper, st boxoffice.SeatMapState, want map[string]string) {
+	tb.Helper()
+	if !maps.Equal(st.InOrder, want) {
+		tb.Errorf("the reply says the holds %v are in an order, want %v", st.InOrder, want)
+	}
+	read, err := env.Holds.SeatStatuses(context.Background(), sh)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !maps.Equal(read.InOrder, want) {
+		tb.Errorf("SeatStatuses says the holds %v are in an order, want %v", read.InOrder, want)
+	}
+}
+
+// inOrder is an InOrder of seats all in the order id.
+func inOrder(id string, seats ...string) map[string]string {
+	m := map[string]string{}
+	for _, l := range seats {
+		m[l] = id
+	}
+	return m
 }
 
 // wantHolds checks the account's holds of the env's event.
@@ -68,6 +95,7 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 		if !slices.Equal(mine.Mine, env.Event.R[:2]) {
 			t.Errorf("the refusal's state says the fan holds %v, want %v", mine.Mine, env.Event.R[:2])
 		}
+		wantInOrderSeats(t, env, sh, mine, inOrder(o.ID, env.Event.R[:2]...))
 		wantInOrder(t, env.Holds.Leave(ctx, sh), boxoffice.EORDERPENDING, o.ID)
 		wantHolds(t, env, acct, env.Event.R[:2])
 		if o := env.FindOrder(t, o.ID); o.Status != boxoffice.OrderPendingPayment {
@@ -78,7 +106,18 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 	t.Run("SeatOutsideTheOrder", func(t *testing.T) {
 		t.Parallel()
 		env, acct, sh, o := setUp(t)
-		hold(t, env, acct, env.Event.R[2])
+		req := boxoffice.HoldRequest{EventID: env.Event.ID, AccountID: acct, Limit: limit, TTL: holdTTL}
+		res, err := env.Holds.Hold(ctx, req, env.Event.R[2:3])
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantInOrderSeats(t, env, sh, res.Mine, inOrder(o.ID, env.Event.R[:2]...))
+		best, err := env.Holds.HoldBest(ctx, req, "S", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantInOrderSeats(t, env, sh, best.Mine, inOrder(o.ID, env.Event.R[:2]...))
+		release(t, env, sh, best.Held[0])
 		release(t, env, sh, env.Event.R[2])
 		wantHolds(t, env, acct, env.Event.R[:2])
 		wantInOrder(t, env.Holds.Leave(ctx, sh), boxoffice.EORDERPENDING, o.ID)
@@ -118,8 +157,9 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, seat := range env.Event.R[:3] {
-			_, err := env.Holds.Release(ctx, sh, seat)
+			mine, err := env.Holds.Release(ctx, sh, seat)
 			wantInOrder(t, err, boxoffice.ESEATINORDER, o.ID)
+			wantInOrderSeats(t, env, sh, mine, inOrder(o.ID, env.Event.R[:3]...))
 		}
 		wantInOrder(t, env.Holds.Leave(ctx, sh), boxoffice.EORDERPENDING, o.ID)
 		checkouttest.WantOrder(t, env.FindOrder(t, old.ID), boxoffice.OrderCancelled, boxoffice.ReasonReplaced)
@@ -148,6 +188,7 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 		if _, err := env.Orders.FailTampered(ctx, o.ID, "test"); err != nil {
 			t.Fatal(err)
 		}
+		wantInOrderSeats(t, env, sh, boxoffice.SeatMapState{}, nil)
 		release(t, env, sh, env.Event.R[0])
 		release(t, env, sh, env.Event.R[1])
 	})

@@ -13,7 +13,9 @@
 -- KEYS[8] entry:{e}:{acct}  the account's entry token, "<token>|<session key>"
 -- KEYS[9] entry:live:{e}    zset account -> token expiry: tokens ever issued
 -- KEYS[10] blocked:{e}      set of labels an admin blocked (like sold seats)
--- KEYS[11..] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- KEYS[11..n-1] seat:lock:{e}:<label>, one per requested seat, in ARGV's order
+-- KEYS[n] (the last) hold:order:{e}:{acct}, hash label -> order awaiting
+--         payment (hold_extend.lua), for the reply
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
 -- KEYS[1] is cache:complete:{e} ('0' otherwise), ARGV[5] the session key the
 -- entry token must be bound to ('' for no check), ARGV[6..] labels
@@ -44,7 +46,7 @@ local held, live = prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 
 local labels, locks = {}, {}
-for i = first_label, #KEYS do
+for i = first_label, #KEYS - 1 do
   labels[#labels + 1], locks[#locks + 1] = ARGV[i - 5], KEYS[i]
 end
 local states, blocked = seat_states(labels, locks, KEYS[2], KEYS[10], live, KEYS[7], acct, stale)
@@ -60,15 +62,15 @@ for k, state in ipairs(states) do
   end
 end
 if #taken > 0 then
-  return {'taken', now, owned, holds_reply(live), taken, taken_blocked}
+  return {'taken', now, owned, holds_reply(KEYS[#KEYS], live), taken, taken_blocked}
 end
 
 if owned + held + #new > limit then
-  return {'limit', now, owned, (holds_reply(live))}
+  return {'limit', now, owned, (holds_reply(KEYS[#KEYS], live))}
 end
 
 local exp = now + ttl
-local mine, last = holds_reply(live, new, exp)
+local mine, last = holds_reply(KEYS[#KEYS], live, new, exp)
 if #new > 0 then
   hold_seats(new, new_locks, KEYS[4], KEYS[5], KEYS[6], acct, exp, last)
 end

@@ -24,7 +24,7 @@
 -- quantity, KEYS[13] its zset of parked runs (member "<rank> <first
 -- label>", score the time (ms) it comes back)
 -- KEYS[14..] seat:lock:{e}:<label>, one per seat of the runs, in ARGV's
--- order
+-- order, and last hold:order:{e}:{acct} as hold.lua's
 -- ARGV[1] account id, ARGV[2] limit, ARGV[3] TTL (ms), ARGV[4] '1' when
 -- KEYS[1] is cache:complete:{e}, ARGV[5] the session key the entry token
 -- must be bound to ('' for no check), ARGV[6] quantity, ARGV[7] '1' when a
@@ -58,7 +58,7 @@ local first_key, first_label = 14, 10 + 3 * runs
 local held, live = prune_holds(KEYS[4], KEYS[2], now)
 local owned = tonumber(redis.call('HGET', KEYS[3], acct) or '0')
 if owned + held + quantity > limit then
-  return {'limit', now, owned, (holds_reply(live))}
+  return {'limit', now, owned, (holds_reply(KEYS[#KEYS], live))}
 end
 local sentinel = -1 - tonumber(redis.call('GET', KEYS[11]) or '0')
 if tonumber(redis.call('ZSCORE', KEYS[12], '')) ~= sentinel or tonumber(redis.call('ZSCORE', KEYS[13], '')) ~= sentinel then
@@ -208,7 +208,7 @@ if pick == nil then
   if fallback ~= nil then
     strands = 1
   end
-  return {'none', now, owned, (holds_reply(live)), free_seats, strands, listed_from(ARGV[12])}
+  return {'none', now, owned, (holds_reply(KEYS[#KEYS], live)), free_seats, strands, listed_from(ARGV[12])}
 end
 
 local exp = now + ttl
@@ -218,7 +218,7 @@ for k = pick, pick + quantity - 1 do
   picked[#picked + 1] = ARGV[first_label + i - 1]
   locks[#locks + 1] = KEYS[first_key + i - 1]
 end
-local mine, last = holds_reply(live, picked, exp)
+local mine, last = holds_reply(KEYS[#KEYS], live, picked, exp)
 hold_seats(picked, locks, KEYS[4], KEYS[5], KEYS[6], acct, exp, last)
 trim_held(KEYS[5], KEYS[6], now)
 local from = pick_run

@@ -9,7 +9,8 @@
 -- KEYS[1] seat:lock:{e}:<label>, KEYS[2] hold:{e}:{acct}, KEYS[3] held:{e},
 -- KEYS[4] holder:{e}, KEYS[5] entry:{e}:{acct}, KEYS[6] entry:live:{e},
 -- KEYS[7] sold:{e}, KEYS[8] bought:{e}, KEYS[9] seat:order:{e}:<label>,
--- KEYS[10] best:gen:{e}, KEYS[11..] zsets of best available's index;
+-- KEYS[10] best:gen:{e}, KEYS[11..] zsets of best available's index, and
+-- last hold:order:{e}:{acct} as hold.lua's;
 -- ARGV[1] account id, ARGV[2] label, ARGV[3] the session key the entry
 -- token must be bound to ('' for no check), ARGV[4..] index_runs'
 -- arguments for the seat's run.
@@ -46,4 +47,4 @@ end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local _, live = prune_holds(KEYS[2], KEYS[7], now)
-return {outcome, now, tonumber(redis.call('HGET', KEYS[8], ARGV[1]) or '0'), (holds_reply(live)), order}
+return {outcome, now, tonumber(redis.call('HGET', KEYS[8], ARGV[1]) or '0'), (holds_reply(KEYS[#KEYS], live)), order}

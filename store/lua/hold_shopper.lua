@@ -65,19 +65,31 @@ local function prune_holds(hold_key, sold_key, now)
 end
 
 -- holds_reply is the account's holds after a call, as a reply's flat list
--- {label, expiry, ...}: live (prune_holds' table) and the seats labels just
--- held until exp (none: nil); and their latest expiry (nil when none).
-local function holds_reply(live, labels, exp)
-  local flat, last = {}, nil
+-- {label, expiry, order, ...}: live (prune_holds' table) and the seats
+-- labels just held until exp (none: nil); and their latest expiry (nil when
+-- none). order is the id of the account's order awaiting payment that the
+-- live hold is in, as hold:order:{e}:{acct} (orders_key, hold_extend.lua)
+-- says, or '' (read only when some hold was live already: a seat just held
+-- is in no order).
+local function holds_reply(orders_key, live, labels, exp)
+  local flat, last, orders = {}, nil, {}
+  if next(live) then
+    local pairs_read = redis.call('HGETALL', orders_key)
+    for i = 1, #pairs_read, 2 do
+      orders[pairs_read[i]] = pairs_read[i + 1]
+    end
+  end
   for label, e in pairs(live) do
     flat[#flat + 1] = label
     flat[#flat + 1] = e
+    flat[#flat + 1] = orders[label] or ''
     last = math.max(last or e, e)
   end
   for _, label in ipairs(labels or {}) do
     if not live[label] then
       flat[#flat + 1] = label
       flat[#flat + 1] = exp
+      flat[#flat + 1] = ''
       last = math.max(last or exp, exp)
     end
   end
