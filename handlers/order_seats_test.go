@@ -98,6 +98,46 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 		wantMine(t)
 	})
 
+	// The hold panel (htmx) and the seat list (no JavaScript) offer no
+	// Release for the order's seats: a link to the order instead, and a
+	// sentence that says why; the seat outside the order keeps its button.
+	// The leave's refusal says that checking out again works too.
+	t.Run("Panel", func(t *testing.T) {
+		notes := map[string]struct{ note, link, leave string }{
+			"en": {"Seats awaiting payment are in your order", "Awaiting payment: see the order", "check out again to pay for all the seats you hold"},
+			"ko": {"결제 대기 중인 좌석은 예매에 포함되어 있어", "결제 대기 중: 예매 보기", "선점한 좌석 전체로 다시 결제하거나"},
+		}
+		for lang, want := range notes {
+			for _, path := range []string{seatsPath(e.ID), seatsPath(e.ID) + "?section=A"} {
+				resp := fan.do("GET", path, nil, "HX-Request: "+fmt.Sprint(!strings.Contains(path, "?")), "Accept-Language: "+lang)
+				wantStatus(t, resp, http.StatusOK)
+				d := doc(t, resp)
+				if got := testid(d, "hold-in-order-note"); !strings.Contains(got, want.note) {
+					t.Errorf("%s (%s): the note says %q, want %q", path, lang, got, want.note)
+				}
+				for _, seat := range []string{"A-1-1", "A-1-2"} {
+					if d.Find(`[data-testid="release-`+seat+`"]`).Length() != 0 {
+						t.Errorf("%s (%s): a Release button for %s, in the order awaiting payment", path, lang, seat)
+					}
+					link := d.Find(`[data-testid="in-order-` + seat + `"]`)
+					if href, _ := link.Attr("href"); href != "/orders/"+o.OrderID || strings.TrimSpace(link.Text()) != want.link {
+						t.Errorf("%s (%s): %s links %q saying %q, want /orders/%s saying %q", path, lang, seat, href, link.Text(), o.OrderID, want.link)
+					}
+				}
+				if d.Find(`[data-testid="release-A-1-3"]`).Length() != 1 {
+					t.Errorf("%s (%s): no Release button for A-1-3, held outside the order", path, lang)
+				}
+			}
+			resp := fan.do("POST", fmt.Sprintf("/events/%d/leave", e.ID), url.Values{}, "Accept: application/json", "Accept-Language: "+lang)
+			wantStatus(t, resp, http.StatusConflict)
+			var body map[string]string
+			decodeJSON(t, resp, &body)
+			if !strings.Contains(body["message"], want.leave) {
+				t.Errorf("the leave's refusal (%s) says %q, want %q", lang, body["message"], want.leave)
+			}
+		}
+	})
+
 	t.Run("SeatOutsideTheOrder", func(t *testing.T) {
 		resp := fan.do("DELETE", holdsPath(e.ID)+"/A-1-3", nil, "Accept: application/json")
 		wantStatus(t, resp, http.StatusOK)

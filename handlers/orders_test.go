@@ -364,6 +364,20 @@ func TestPaymentSuccess_Tampered(t *testing.T) {
 	if testid(page, "order-status") != "Failed" || testid(page, "order-failure") == "" {
 		t.Errorf("order-status %q, failure %q; want Failed with a reason", testid(page, "order-status"), testid(page, "order-failure"))
 	}
+	// The failed order's seats are still the fan's: the page says so, and
+	// leads to the seat map to check out again or release them.
+	for lang, want := range map[string]string{
+		"en": "Your seats are still held for you until",
+		"ko": "까지 계속 선점되어 있습니다. 좌석 배치도에서 다시 결제하거나 선점을 해제할 수 있습니다.",
+	} {
+		page := doc(t, c.do("GET", "/orders/"+o.OrderID, nil, "Accept-Language: "+lang))
+		if got := testid(page, "order-failed-held"); !strings.Contains(got, want) {
+			t.Errorf("a failed order's page (%s) says %q, want %q", lang, got, want)
+		}
+		if href, _ := page.Find(`[data-testid="order-failed-seats"]`).Attr("href"); href != fmt.Sprintf("/events/%d/seats", o.eventID(t, app)) {
+			t.Errorf("a failed order's page (%s) links %q, want the seat map", lang, href)
+		}
+	}
 	u, _ := url.Parse(success)
 	p, err := app.PG.GetPayment(context.Background(), u.Query().Get("paymentKey"))
 	if err != nil || p.Status != boxoffice.PaymentStatusInProgress {
