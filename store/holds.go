@@ -420,7 +420,7 @@ func entryRefused(reason any) error {
 
 // mineState builds an account's own part of the seat map from a script's
 // reply: Redis's time (ms), the tickets bought, and the account's live
-// holds as a flat list of label, expiry (ms), order (” when the hold is in
+// holds as a flat list of label, expiry (ms), order (empty when the hold is in
 // no order awaiting payment; hold_shopper.lua's holds_reply).
 func mineState(nowMs, owned, holds any) (boxoffice.SeatMapState, error) {
 	now := toInt64(nowMs)
