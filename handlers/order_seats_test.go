@@ -104,8 +104,8 @@ func TestHolds_Release_SeatInOrder(t *testing.T) {
 	// The leave's refusal says that checking out again works too.
 	t.Run("Panel", func(t *testing.T) {
 		notes := map[string]struct{ note, link, leave string }{
-			"en": {"Seats awaiting payment are in your order", "Awaiting payment: see the order", "check out again to pay for all the seats you hold"},
-			"ko": {"결제 대기 중인 좌석은 예매에 포함되어 있어", "결제 대기 중: 예매 보기", "선점한 좌석 전체로 다시 결제하거나"},
+			"en": {"Seats awaiting payment are in your order", "Awaiting payment", "check out again to pay for all the seats you hold"},
+			"ko": {"결제 대기 중인 좌석은 예매에 포함되어 있어", "결제 대기 중", "선점한 좌석 전체로 다시 결제하거나"},
 		}
 		for lang, want := range notes {
 			for _, path := range []string{seatsPath(e.ID), seatsPath(e.ID) + "?section=A"} {
