@@ -13,11 +13,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// Session keys of the notice shown once on the seat map after a form post.
-const (
-	sessNotice      = "notice"
-	sessNoticeError = "notice_error"
-)
+// sessNotice is the session key of the notice shown once on the seat map
+// after a form post (views.EncodeNotice: untranslated, so that it shows in
+// the language of the page that shows it).
+const sessNotice = "notice"
 
 // refusals are the error codes of a hold or release that the fan caused and
 // the hold panel explains; any other error goes to the error handler.
@@ -85,10 +84,9 @@ func (s *Server) handleHold(c echo.Context) error {
 	if wantsJSON(c) {
 		return answerHold(c, res)
 	}
-	ctx := c.Request().Context()
-	notice := views.HeldNotice(ctx, len(res.Held), res.TTL)
+	notice := views.HeldNotice(len(res.Held), res.TTL)
 	if err != nil {
-		notice = views.RefusedNotice(ctx, es.view(e), err)
+		notice = views.RefusedNotice(err)
 	}
 	seats, section := form["seat"], form.Get("section")
 	if best {
@@ -283,10 +281,9 @@ func (s *Server) handleRelease(c echo.Context) error {
 	if wantsJSON(c) {
 		return answerJSON(c, http.StatusOK, map[string]any{"released": label})
 	}
-	ctx := c.Request().Context()
-	notice := views.ReleasedNotice(ctx, es.view(e), label)
+	notice := views.ReleasedNotice(label)
 	if err != nil {
-		notice = views.RefusedNotice(ctx, es.view(e), err)
+		notice = views.RefusedNotice(err)
 	}
 	return s.holdChanged(c, e, es, mine, notice, err, "", []string{label})
 }
@@ -307,8 +304,7 @@ func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats,
 		}
 		return render(c, status, views.HoldPanel(views.HoldPanelData{Map: es.view(e), State: mine, Limit: e.MaxPerAccount, Notice: notice}))
 	}
-	s.Sessions.Put(ctx, sessNotice, notice.Text)
-	s.Sessions.Put(ctx, sessNoticeError, notice.Error)
+	s.Sessions.Put(ctx, sessNotice, views.EncodeNotice(notice))
 	if section == "" && len(seats) > 0 {
 		section = es.view(e).SectionOf(seats[0])
 	}
@@ -317,5 +313,5 @@ func (s *Server) holdChanged(c echo.Context, e *boxoffice.Event, es *eventSeats,
 
 // popNotice takes the flash notice out of the session (none: the zero Notice).
 func (s *Server) popNotice(ctx context.Context) views.Notice {
-	return views.Notice{Text: s.Sessions.PopString(ctx, sessNotice), Error: s.Sessions.PopBool(ctx, sessNoticeError)}
+	return views.DecodeNotice(s.Sessions.PopString(ctx, sessNotice))
 }

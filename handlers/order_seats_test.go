@@ -12,6 +12,23 @@ import (
 	"github.com/boxoffice/boxoffice"
 )
 
+// The notice of a release made without JavaScript is kept untranslated
+// until the seat list shows it: released from an English page, it reads in
+// Korean on a Korean one, the seat described in Korean.
+func TestRelease_NoticeInPageLanguage(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	fan, _ := app.newFan(t, "flash@example.com", e.ID)
+	hold(t, fan, e.ID, "A-1-1")
+	resp := fan.do("POST", holdsPath(e.ID)+"/A-1-1/release", nil, "Accept-Language: en")
+	wantStatus(t, resp, http.StatusSeeOther)
+	d := doc(t, fan.do("GET", resp.Header.Get("Location"), nil, "Accept-Language: ko"))
+	if got, want := testid(d, "hold-notice"), "A구역 1열 1번"; !strings.Contains(got, want) || !strings.Contains(got, "선점을 해제했습니다") {
+		t.Errorf("the notice on the Korean page says %q, want the release of %s in Korean", got, want)
+	}
+}
+
 // A fan whose order awaits payment cannot release its seats, nor leave the
 // sale: JSON answers 409 seat_in_order or order_pending with the order's
 // id, the hold panel (htmx), the seat list (form) and the leave's page say

@@ -2,9 +2,11 @@ package views
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"html"
 	"io"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -450,45 +452,119 @@ func cmpFloat(a, b float64) int {
 }
 
 // Notice is a message shown once at the top of the hold panel: what the
-// fan's last hold or release did. Error marks a refusal.
+// fan's last hold or release did, not yet in any language, so that a notice
+// kept as a flash in the session (EncodeNotice) is shown in the language of
+// the page that shows it, not of the one that made it. Msg is the sentence;
+// Seat, when set, is a label that Text describes into Msg's "Seat"
+// argument; TTL, when set, is Msg's "Time" argument as a duration; Seats
+// are labels listed after the sentence (the first noticeSeats of them).
+// Error marks a refusal. The zero Notice is none.
 type Notice struct {
-	Text  string
-	Error bool
+	Msg   boxoffice.Msg `json:"msg"`
+	Seat  string        `json:"seat,omitempty"`
+	TTL   time.Duration `json:"ttl,omitempty"`
+	Seats []string      `json:"seats,omitempty"`
+	Error bool          `json:"error,omitempty"`
 }
 
-// HeldNotice says in ctx's language that n seats are now held for ttl.
-func HeldNotice(ctx context.Context, n int, ttl time.Duration) Notice {
-	return Notice{Text: T(ctx, "hold_notice", "Count", n, "Time", Duration(ctx, ttl))}
+// HeldNotice says that n seats are now held for ttl.
+func HeldNotice(n int, ttl time.Duration) Notice {
+	return Notice{Msg: boxoffice.M("hold_notice", "Count", n), TTL: ttl}
 }
 
-// ReleasedNotice says in ctx's language that the seat with the label is
-// free again.
-func ReleasedNotice(ctx context.Context, m *SeatMap, label string) Notice {
-	return Notice{Text: T(ctx, "hold_released", "Seat", m.Describe(ctx, label))}
+// ReleasedNotice says that the seat with the label is free again.
+func ReleasedNotice(label string) Notice {
+	return Notice{Msg: boxoffice.M("hold_released"), Seat: label}
 }
 
 // noticeSeats is how many seats a notice names at most.
 const noticeSeats = 5
 
-// RefusedNotice explains a refused hold or release in ctx's language: the
-// error's message, and the seats it names (Details["seats"]) described, the
-// first noticeSeats of them.
-func RefusedNotice(ctx context.Context, m *SeatMap, err error) Notice {
-	text := ErrorText(ctx, err)
+// RefusedNotice explains a refused hold or release: the error's message
+// (ErrorMsg), and the seats it names (Details["seats"]).
+func RefusedNotice(err error) Notice {
+	n := Notice{Msg: ErrorMsg(err), Error: true}
 	var e *boxoffice.Error
 	if errors.As(err, &e) {
-		if seats, ok := e.Details["seats"].([]string); ok && len(seats) > 0 {
-			var names []string
-			for _, l := range seats[:min(len(seats), noticeSeats)] {
-				names = append(names, m.Describe(ctx, l))
-			}
-			if more := len(seats) - noticeSeats; more > 0 {
-				names = append(names, T(ctx, "hold_more_seats", "Count", more))
-			}
-			text += " (" + strings.Join(names, "; ") + ")"
+		if seats, ok := e.Details["seats"].([]string); ok {
+			n.Seats = seats
 		}
 	}
-	return Notice{Text: text, Error: true}
+	return n
+}
+
+// Text is the notice in ctx's language, its seats described as m describes
+// them (by their labels when m is nil); "" for the zero Notice.
+func (n Notice) Text(ctx context.Context, m *SeatMap) string {
+	if n.Msg.ID == "" {
+		return ""
+	}
+	describe := func(l string) string {
+		if m == nil {
+			return l
+		}
+		return m.Describe(ctx, l)
+	}
+	msg := boxoffice.Msg{ID: n.Msg.ID, Args: maps.Clone(n.Msg.Args)}
+	if n.Seat != "" || n.TTL != 0 {
+		if msg.Args == nil {
+			msg.Args = map[string]any{}
+		}
+		if n.Seat != "" {
+			msg.Args["Seat"] = describe(n.Seat)
+		}
+		if n.TTL != 0 {
+			msg.Args["Time"] = Duration(ctx, n.TTL)
+		}
+	}
+	text := Say(ctx, msg)
+	if len(n.Seats) > 0 {
+		var names []string
+		for _, l := range n.Seats[:min(len(n.Seats), noticeSeats)] {
+			names = append(names, describe(l))
+		}
+		if more := len(n.Seats) - noticeSeats; more > 0 {
+			names = append(names, T(ctx, "hold_more_seats", "Count", more))
+		}
+		text += " (" + strings.Join(names, "; ") + ")"
+	}
+	return text
+}
+
+// EncodeNotice returns n as the session keeps a flash: JSON of the message's
+// id and arguments, untranslated.
+func EncodeNotice(n Notice) string {
+	b, err := json.Marshal(n)
+	if err != nil { // an argument JSON cannot hold: the sentence without it
+		b, _ = json.Marshal(Notice{Msg: boxoffice.M(n.Msg.ID), Seat: n.Seat, TTL: n.TTL, Seats: n.Seats, Error: n.Error})
+	}
+	return string(b)
+}
+
+// DecodeNotice reads a notice that EncodeNotice made; "" (no flash) or
+// anything else is the zero Notice. The arguments of a hold's or a
+// release's messages are strings and whole numbers: these come back as int,
+// so that "Count" still picks the plural form and is grouped.
+func DecodeNotice(s string) Notice {
+	var n Notice
+	if s == "" {
+		return n
+	}
+	d := json.NewDecoder(strings.NewReader(s))
+	d.UseNumber()
+	if err := d.Decode(&n); err != nil {
+		return Notice{}
+	}
+	for k, v := range n.Msg.Args {
+		if num, ok := v.(json.Number); ok {
+			if i, err := num.Int64(); err == nil {
+				n.Msg.Args[k] = int(i)
+			} else if f, err := num.Float64(); err == nil {
+				n.Msg.Args[k] = f
+			}
+		}
+	}
+	return n
 }
 
 // SectionSeatsURL is the seat map's address with the list of a section's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -128,22 +129,58 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 func TestNotices(t *testing.T) {
 	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
 	en, ko := in(English), in(Korean)
-	if got := HeldNotice(en, 1, 299400*time.Millisecond).Text; got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
+	if got := HeldNotice(1, 299400*time.Millisecond).Text(en, m); got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
 		t.Errorf("HeldNotice = %q", got)
 	}
 	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Details: map[string]any{
 		"seats": []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6", "A-1-7"},
 	}}
-	n := RefusedNotice(en, m, errors.Join(errors.New("context"), err))
-	if !n.Error || !strings.HasPrefix(n.Text, "Some of these seats are already sold or were just chosen by someone else. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(n.Text, "; and 2 more)") {
-		t.Errorf("RefusedNotice = %+v", n)
+	n := RefusedNotice(errors.Join(errors.New("context"), err))
+	if text := n.Text(en, m); !n.Error || !strings.HasPrefix(text, "Some of these seats are already sold or were just chosen by someone else. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(text, "; and 2 more)") {
+		t.Errorf("RefusedNotice = %+v: %q", n, text)
 	}
-	n = RefusedNotice(ko, m, err)
-	if !strings.HasPrefix(n.Text, "이미 판매되었거나 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(n.Text, "; 외 2석)") {
-		t.Errorf("RefusedNotice(ko) = %+v", n)
+	n = RefusedNotice(err)
+	if text := n.Text(ko, m); !strings.HasPrefix(text, "이미 판매되었거나 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(text, "; 외 2석)") {
+		t.Errorf("RefusedNotice(ko) = %+v: %q", n, text)
 	}
-	if got := ReleasedNotice(en, m, "A-1-8").Text; got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
+	if got := ReleasedNotice("A-1-8").Text(en, m); got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
 		t.Errorf("ReleasedNotice = %q", got)
+	}
+}
+
+// A notice kept as a flash is kept untranslated: made on an English page,
+// it shows in Korean on a Korean one, its seats described and its numbers
+// still numbers (the plural form and the digit grouping); what is not a
+// notice is none.
+func TestNotice_Encoded(t *testing.T) {
+	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
+	en, ko := in(English), in(Korean)
+	for _, tt := range []struct {
+		n      Notice
+		en, ko string
+	}{
+		{ReleasedNotice("A-1-8"), "You let go of Section A, row 1, seat 8, R seat, ₩150,000.", "A구역 1열 8번 · R석 · 150,000원 좌석의 선점을 해제했습니다."},
+		{HeldNotice(2, 5*time.Minute), "You hold 2 seats for 5 min 00 s. Pay before the time runs out.", ""},
+		{RefusedNotice(&boxoffice.Error{Code: boxoffice.ELIMITEXCEEDED, Msg: boxoffice.M("hold_limit", "Limit", 1234)}), "", ""},
+	} {
+		got := DecodeNotice(EncodeNotice(tt.n))
+		if !reflect.DeepEqual(got, tt.n) {
+			t.Errorf("DecodeNotice(EncodeNotice(%+v)) = %+v", tt.n, got)
+		}
+		if tt.en != "" && got.Text(en, m) != tt.en {
+			t.Errorf("%+v in English = %q, want %q", got, got.Text(en, m), tt.en)
+		}
+		if tt.ko != "" && got.Text(ko, m) != tt.ko {
+			t.Errorf("%+v in Korean = %q, want %q", got, got.Text(ko, m), tt.ko)
+		}
+		if got.Text(en, m) == got.Text(ko, m) {
+			t.Errorf("%+v says %q in both languages", got, got.Text(en, m))
+		}
+	}
+	for _, s := range []string{"", "You let go of A-1-8.", "{"} {
+		if n := DecodeNotice(s); n.Text(en, m) != "" {
+			t.Errorf("DecodeNotice(%q) = %+v, want none", s, n)
+		}
 	}
 }
 
