@@ -69,6 +69,10 @@ const loadTimeout = 30 * time.Second
 //	                       while both expire together the account cannot
 //	                       release the seat (Release, Leave)
 //	hold:{e}:<account>     zset label -> expiry (Unix ms): the account's holds
+//	hold:order:{e}:<account> hash label -> order id: those of the holds that
+//	                       ExtendHolds put in the account's order awaiting
+//	                       payment (the seat:order keys' index, for the hold
+//	                       panel), expiring with the last of them
 //	held:{e}               zset label -> expiry (Unix ms): every held seat
 //	holder:{e}             hash label -> account id, pruned with held:{e}
 //	sold:{e}               set of sold labels
