@@ -35,8 +35,9 @@ func (h *Holds) soldCacheTTL() time.Duration {
 
 // claimSeats claims labels for the buyer (accountID) of an order (orderID)
 // whose confirmation transaction is deciding, in one Lua script (hold_claim.lua),
-// all or nothing: if another account holds any of the seats, or an admin
-// blocked it (Blocks), nothing changes and those labels come back as taken; otherwise every seat becomes
+// all or nothing: if another account holds any of the seats, an admin
+// blocked it (Blocks), or it is in the sold-seat copy sold:{e}, nothing
+// changes and those labels come back as taken; otherwise every seat becomes
 // a hold of the buyer until claimTTL from now on Redis's clock (or later, if
 // the buyer's hold on it already ended later), written as Hold writes one
 // (the lock key, the buyer's zset, the map's indexes), so that the seat map
@@ -78,7 +79,14 @@ func (h *Holds) soldCacheTTL() time.Duration {
 // the marker outlives the transaction, which commits within
 // claimCommitMargin, by far more than expireTimeout.
 //
-// Sold seats are not looked at: PostgreSQL's UNIQUE sold_seat decides those.
+// A seat in sold:{e} is taken even when this order bought it: MarkSold
+// ended its hold keys as it added it there, and a claim that wrote one
+// again would leave a sold seat held (until a repeat's own MarkSold, or
+// for claimTTL if that repeat failed first). A repeat that read the order
+// before it was paid claims after the sale was marked; its transaction
+// finds the payment recorded and looks at nothing the claim found. A seat
+// sold since the copy was read is not in sold:{e}: PostgreSQL's UNIQUE
+// sold_seat decides those.
 // Errors: Redis's (the script may have run: a claim made then expires by
 // itself).
 func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, orderID string, labels []string) (claimed, taken []string, err error) {
@@ -89,6 +97,7 @@ func (h *Holds) claimSeats(ctx context.Context, eventID, accountID int64, orderI
 		h.Redis.Key("claimed:{%d}", eventID),
 		h.orderKey(eventID, orderID),
 		h.blockedKey(eventID),
+		h.Redis.Key("sold:{%d}", eventID),
 	}
 	keys = append(keys, h.seatKeys(eventID, labels)...)
 	args := []any{accountID, h.claimTTL().Milliseconds(), orderMarkerTTL.Milliseconds()}

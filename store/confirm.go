@@ -350,7 +350,8 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     just read; an order that may not never may again), the seats are
 //     claimed for the buyer in Redis (Holds.claimSeats, one Lua script, all
 //     or nothing): none may be held by another account (the order's holds
-//     may have expired, been released or lost), and from the claim on no
+//     may have expired, been released or lost), blocked, or marked sold in
+//     Redis's sold-seat cache already, and from the claim on no
 //     other account can hold them, until the sale is surely in Redis's
 //     sold-seat cache. The transaction commits well within
 //     claimCommitMargin of the claim, as the claim's length assumes.
@@ -382,8 +383,9 @@ func (s *Orders) RecordUnsold(ctx context.Context, o *boxoffice.Order, p *boxoff
 //     keeps the seats from other accounts until the sold-seat cache's next
 //     load has them). A repeat that found the payment recorded by another
 //     call marks the sale again if it was one (MarkSold changes nothing the
-//     second time; its claim may have come after the first MarkSold, and
-//     must not leave the buyer holding seats sold to it). When nothing was
+//     second time; the first may have failed, and then its claim may have
+//     held seats that sold:{e} does not have yet: a claim never holds a
+//     seat that sold:{e} has). When nothing was
 //     sold, the holds that the claim took (seats no hold of the buyer
 //     covered) end at once, so that seats sold to nobody are free again,
 //     while the buyer's own holds stay, and are the buyer's to release
@@ -441,7 +443,7 @@ func (s *Orders) ConfirmPayment(ctx context.Context, o *boxoffice.Order, p *boxo
 			// transaction cannot be paid in it (orderMoves).
 			return fmt.Errorf("order %s became payable from %s", o.ID, o.Status)
 		case len(taken) > 0:
-			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account: %v", taken)
+			reason, detail = boxoffice.ReasonSeatTaken, fmt.Sprintf("held by another account, blocked or sold: %v", taken)
 		}
 		if s.beforeCommit != nil {
 			s.beforeCommit(o.ID, p.PaymentKey)

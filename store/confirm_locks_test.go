@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -316,6 +317,86 @@ func TestOrders_Confirm_StormAgainstRecords(t *testing.T) {
 			// every round confirms at least once, so a rejection cannot be
 			// the last word on a DONE payment
 			t.Errorf("round %d: payment recorded %q, want confirmed or refund_pending", round, outcome)
+		}
+	}
+	env.CheckInvariants(t)
+}
+
+// soldAndHeldScript returns the first of ARGV (labels) that is in KEYS[1]
+// (sold:{e}) while its seat:lock key (KEYS[2..], in ARGV's order) exists,
+// or false: one atomic look at the copy, so that a seat caught is one that
+// was sold and held at the same moment.
+var soldAndHeldScript = redis.NewScript(`
+for i = 2, #KEYS do
+  if redis.call('SISMEMBER', KEYS[1], ARGV[i - 1]) == 1 and redis.call('EXISTS', KEYS[i]) == 1 then
+    return ARGV[i - 1]
+  end
+end
+return false`)
+
+// Once a sale is marked in Redis (MarkSold: the seats join sold:{e} and
+// their hold keys go), no seat of it has a hold key again: many rounds of
+// one payment confirmed over and over by a hundred callers that all read
+// the order before it was paid (so that each claims the seats, as a
+// webhook or redirect that read the order early does on another
+// instance), while watchers look at the seats the whole time, each look
+// one script. A claim that came after the sale was marked must not write a
+// hold key on a sold seat (it would stay until the repeat's own MarkSold,
+// or for the claim's minutes if that repeat fails before it).
+func TestOrders_Confirm_RepeatNeverHoldsSoldSeats(t *testing.T) {
+	t.Parallel()
+	env := checkouttest.New(t, 40)
+	ctx := context.Background()
+	ev := env.Event
+	const callers, watchers = 100, 8
+	for round := range 12 {
+		buyer := env.Account(t)
+		seats := []string{ev.Labels[3*round], ev.Labels[3*round+1], ev.Labels[3*round+2]}
+		o := env.Order(t, buyer, seats...)
+		key, _ := env.Pay(t, o, sandbox.ScenarioWebhookNever)
+		p, err := env.PG.Confirm(ctx, key, o.ID, o.Amount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{env.R.Key("sold:{%d}", ev.ID)}
+		args := make([]any, 0, len(seats))
+		for _, l := range seats {
+			keys, args = append(keys, env.R.Key("seat:lock:{%d}:%s", ev.ID, l)), append(args, l)
+		}
+		var left atomic.Int64
+		left.Store(callers)
+		var caught sync.Map // label -> true
+		storetest.AtOnce(callers+watchers, func(i int) {
+			if i >= callers {
+				for left.Load() > 0 {
+					l, err := soldAndHeldScript.Run(ctx, env.R.Client, keys, args...).Text()
+					switch {
+					case err == nil:
+						caught.Store(l, true)
+					case !errors.Is(err, redis.Nil):
+						t.Errorf("round %d: look at the seats: %v", round, err)
+						return
+					}
+				}
+				return
+			}
+			defer left.Add(-1)
+			for range 2 {
+				if _, err := env.Orders.ConfirmPayment(ctx, o, p); err != nil {
+					t.Errorf("round %d caller %d: %v", round, i, err)
+				}
+			}
+		})
+		caught.Range(func(l, _ any) bool {
+			t.Errorf("round %d: seat %s was sold and held at once", round, l)
+			return true
+		})
+		checkouttest.WantOrder(t, env.FindOrder(t, o.ID), boxoffice.OrderConfirmed, "")
+		if labels, _ := env.MyHolds(t, buyer); len(labels) != 0 {
+			t.Errorf("round %d: the buyer still holds %v after the sale", round, labels)
+		}
+		if t.Failed() {
+			return
 		}
 	}
 	env.CheckInvariants(t)
