@@ -36,10 +36,10 @@ const blockChangeTTL = loadTimeout + claimCommitMargin
 //     otherwise the seats join blocked:{e} in that same script, so that no
 //     hold or claim can take them from then on, and are recorded as a block
 //     under way (blocking:{e});
-//  2. one PostgreSQL transaction writes blocked_seat (an INSERT that
-//     refuses, in its WHERE, seats that are sold or in a PENDING_PAYMENT
-//     order, which a hold no longer covers) or deletes its rows, and the
-//     audit log entry;
+//  2. one PostgreSQL transaction writes blocked_seat (one INSERT that
+//     writes nothing, and names them, if any seat is sold or in a
+//     PENDING_PAYMENT order, which a hold no longer covers) or deletes its
+//     rows, and the audit log entry;
 //  3. one Lua script (hold_block_done.lua) ends the change: an unblock's
 //     seats, or those of a block that was refused or failed, leave
 //     blocked:{e}, and the lock is released.
@@ -177,23 +177,30 @@ func (b *Blocks) ChangeBlocks(ctx context.Context, req boxoffice.BlockRequest) (
 
 // block writes the blocked_seat rows of seats in tx and, in the same
 // statement, the audit entry unless every seat was blocked already (a block
-// that changes nothing leaves no entry). The INSERT itself leaves out seats
-// that are sold or in a PENDING_PAYMENT order; if there are any, it returns
-// ECONFLICT naming them (the caller rolls back). Returns the seats that
-// were blocked already, sorted, and whether any seat became blocked.
+// that changes nothing leaves no entry). If any seat is sold or in a
+// PENDING_PAYMENT order, it writes nothing and returns ECONFLICT naming
+// them (the caller rolls back). The seats it refuses and the rows it
+// writes are decided in that one statement, on one snapshot: a refund (or
+// an order's end) committing between two statements must not leave a seat
+// that the INSERT passed over as sold looking free to a later check, and
+// the block answered done with no row. Returns the seats that were
+// blocked already, sorted, and whether any seat became blocked.
 func (b *Blocks) block(ctx context.Context, tx pgx.Tx, adminID, eventID int64, seats []string) ([]string, bool, error) {
-	var already []string
+	var already, unavailable []string
 	var changed bool
 	err := tx.QueryRow(ctx, `
 		WITH was AS (
 			SELECT coalesce(array_agg(seat_label ORDER BY seat_label), '{}') AS seats
 			FROM blocked_seat WHERE event_id = $1 AND seat_label = ANY($4)
+		), taken AS (
+			SELECT coalesce(array_agg(l ORDER BY l), '{}') AS seats FROM unnest($4::text[]) l
+			WHERE EXISTS (SELECT 1 FROM sold_seat s WHERE s.event_id = $1 AND s.seat_label = l)
+			   OR EXISTS (SELECT 1 FROM order_item i JOIN orders o ON o.id = i.order_id
+			              WHERE i.event_id = $1 AND i.seat_label = l AND o.status = 'PENDING_PAYMENT')
 		), ins AS (
 			INSERT INTO blocked_seat (event_id, seat_label, blocked_by, blocked_at)
-			SELECT $1, l, $2, $3 FROM unnest($4::text[]) l
-			WHERE NOT EXISTS (SELECT 1 FROM sold_seat s WHERE s.event_id = $1 AND s.seat_label = l)
-			  AND NOT EXISTS (SELECT 1 FROM order_item i JOIN orders o ON o.id = i.order_id
-			                  WHERE i.event_id = $1 AND i.seat_label = l AND o.status = 'PENDING_PAYMENT')
+			SELECT $1, l, $2, $3 FROM unnest($4::text[]) l, taken
+			WHERE cardinality(taken.seats) = 0
 			ON CONFLICT (event_id, seat_label) DO NOTHING
 			RETURNING seat_label
 		), audit AS (
@@ -201,14 +208,10 @@ func (b *Blocks) block(ctx context.Context, tx pgx.Tx, adminID, eventID int64, s
 			SELECT $2, $5, $1, $4, jsonb_build_object('blocked', was.seats), jsonb_build_object('blocked', $4::text[]), $3
 			FROM was WHERE EXISTS (SELECT 1 FROM ins)
 		)
-		SELECT was.seats, EXISTS (SELECT 1 FROM ins) FROM was`,
-		eventID, adminID, b.now(), seats, AuditBlock).Scan(&already, &changed)
+		SELECT was.seats, taken.seats, EXISTS (SELECT 1 FROM ins) FROM was, taken`,
+		eventID, adminID, b.now(), seats, AuditBlock).Scan(&already, &unavailable, &changed)
 	if err != nil {
 		return nil, false, fmt.Errorf("block seats of event %d: %w", eventID, err)
-	}
-	unavailable, err := b.unavailable(ctx, tx, eventID, seats)
-	if err != nil {
-		return already, false, err
 	}
 	if len(unavailable) > 0 {
 		return already, false, blockTaken(unavailable)

@@ -428,3 +428,82 @@ func TestEvents_FindEventByID_LeftAndHeld(t *testing.T) {
 		}
 	}
 }
+
+// A block reported done is in PostgreSQL: in each of many events at once,
+// an admin blocks a pair of sold seats, again while refused, as a refund
+// frees them, round after round. A block of a seat sold when the block
+// looked and free a moment later must either be refused (ECONFLICT,
+// nothing blocked) or block the seat; never answer done with no
+// blocked_seat row, which the next load of Redis's copy (or its rebuild
+// after Redis lost its data) would drop, freeing a seat the admin was told
+// is blocked.
+func TestBlocks_RaceWithRefunds(t *testing.T) {
+	t.Parallel()
+	events, rounds := 40, 8
+	if storetest.ChaosLong() {
+		events, rounds = 80, 20
+	}
+	ctx := context.Background()
+	env := newBlocksEnv(t, 4)
+	var done, refused atomic.Int64
+	for round := range rounds {
+		evs := make([]fixtureEvent, events)
+		buyers := make([]int64, events)
+		for k := range evs {
+			evs[k], buyers[k] = newHoldEvent(t, env.DB, 4), newHoldAccount(t, env.DB) // R: 2 seats
+			sellSeats(t, env.DB, evs[k].ID, buyers[k], evs[k].R...)
+			if _, err := env.H.SeatStatuses(ctx, boxoffice.Shopper{EventID: evs[k].ID, AccountID: 1}); err != nil {
+				t.Fatalf("load the sold seats: %v", err)
+			}
+		}
+		refunded := make([]atomic.Bool, events)
+		blocked := make([]atomic.Bool, events) // a block reported done
+		started := make([]chan struct{}, events)
+		for k := range started {
+			started[k] = make(chan struct{})
+		}
+		storetest.AtOnce(2*events, func(i int) {
+			if i < events {
+				<-started[i] // the refund races the first block
+				refundSeats(t, env.holdsEnv, evs[i].ID, buyers[i], evs[i].R)
+				refunded[i].Store(true)
+				return
+			}
+			k := i - events
+			close(started[k])
+			for again := true; again; {
+				again = !refunded[k].Load() // one try more after the refund
+				_, err := env.B.ChangeBlocks(ctx, boxoffice.BlockRequest{
+					EventID: evs[k].ID, AdminID: env.Admin, Action: boxoffice.BlockActionBlock, Seats: evs[k].R,
+				})
+				switch boxoffice.ErrorCode(err) {
+				case "":
+					done.Add(1)
+					blocked[k].Store(true)
+					return
+				case boxoffice.ECONFLICT:
+					refused.Add(1)
+				default:
+					t.Errorf("round %d: block %v of event %d: %v", round, evs[k].R, evs[k].ID, err)
+					return
+				}
+			}
+		})
+		for k, ev := range evs {
+			got, err := env.B.BlockedSeats(ctx, ev.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if blocked[k].Load() && len(got) != len(ev.R) {
+				t.Errorf("round %d: block of %v reported done, but PostgreSQL has blocked %v", round, ev.R, got)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+	if done.Load() == 0 {
+		t.Errorf("no block went through (%d refused): the race tested nothing", refused.Load())
+	}
+	t.Logf("%d blocks done, %d refused for seats sold when they looked", done.Load(), refused.Load())
+}
