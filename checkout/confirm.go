@@ -63,16 +63,15 @@ const confirmationRefundReason = "boxoffice: "
 // never an error: a refund the PG has not confirmed yet is Outcome
 // refund_pending.
 //
-// Calls for one order and payment on one Service wait for the first under
-// way and take its result when it settled the payment (confirmed or
-// refunded; for a redirect, an order of the redirect's amount): the
-// recorded result a call made after it would read, with no round trip to
-// PostgreSQL, no claim in Redis and no call to the PG (the PG's webhook
-// comes while the redirect's confirmation is under way: README, "The
-// store's work per paid order"); they share that *Confirmation, which no
-// caller changes. After any other result, or an error, each waiting call
-// confirms on its own. Calls on other instances do not wait; the store's
-// transaction decides between them.
+// Calls for one order and payment on one Service wait for the first under way
+// and take its result when it settled the payment (confirmed or refunded; for a
+// redirect, an order of the redirect's amount): the recorded result a call made
+// after it would read, with no round trip to PostgreSQL, no claim in Redis and
+// no call to the PG (the PG's webhook comes while the redirect's confirmation is
+// under way: docs/performance.md, "The store's work per paid order"); they share
+// that *Confirmation, which no caller changes. After any other result, or an
+// error, each waiting call confirms on its own. Calls on other instances do not
+// wait; the store's transaction decides between them.
 func (s *Service) Confirm(ctx context.Context, orderID, paymentKey string, redirect *int64) (*boxoffice.Confirmation, error) {
 	if !boxoffice.ValidPaymentKey(paymentKey) {
 		return nil, boxoffice.NewError(boxoffice.EBADREQUEST, "err_payment_key")

@@ -14,18 +14,17 @@ import (
 	"github.com/boxoffice/boxoffice/payment/sandbox"
 )
 
-// The round trips to PostgreSQL of one paid order, step by step, as the
-// app makes them (README, "Where the paying phase waits"): the checkout
-// (CreateOrder), the success redirect's confirmation, the PG's webhook for
-// the same payment, and the order page; and the app's HTTP calls to the PG
-// (confirms and look-ups) in each. The sandbox PG's own statements
-// are not counted here (a pool of their own): payment/sandbox's
-// TestSandbox_CommitsPerPayment counts its commits and statements per
-// payment. The wants are what each step
-// costs now, in round trips and in statements (README, "PostgreSQL's work
-// per paid order") and in calls to the PG (README, "The paying path's CPU
-// in the server": the webhook of a payment recorded confirmed looks
-// nothing up): a change that adds one fails here.
+// The round trips to PostgreSQL of one paid order, step by step, as the app
+// makes them (docs/performance.md, "Where the paying phase waits"): the checkout
+// (CreateOrder), the success redirect's confirmation, the PG's webhook for the
+// same payment, and the order page; and the app's HTTP calls to the PG (confirms
+// and look-ups) in each. The sandbox PG's own statements are not counted here (a
+// pool of their own): payment/sandbox's TestSandbox_CommitsPerPayment counts its
+// commits and statements per payment. The wants are what each step costs now, in
+// round trips and in statements (docs/performance.md, "PostgreSQL's work per
+// paid order") and in calls to the PG (docs/performance.md, "The paying path's
+// CPU in the server": the webhook of a payment recorded confirmed looks nothing
+// up): a change that adds one fails here.
 func TestPaidOrder_RoundTrips(t *testing.T) {
 	t.Parallel()
 	env := checkouttest.New(t, 4)
@@ -261,7 +260,7 @@ func (g *pausedPG) GetPayment(ctx context.Context, paymentKey string) (*boxoffic
 }
 
 // The paying path's statements with an array of order ids or seat labels
-// keep their generic plan (README, "PostgreSQL's planning per paid
+// keep their generic plan (docs/performance.md, "PostgreSQL's planning per paid
 // order"): after paid orders one after the other, no connection planned
 // the order's items reads or checkout's inserts a sixth time as a custom
 // plan, which PostgreSQL does when the generic plan is priced above the

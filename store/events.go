@@ -530,15 +530,14 @@ func scanEvent(row pgx.Row) (*boxoffice.Event, error) {
 // PENDING_PAYMENT order or in $2), dearest first. A grade without seats
 // counts 0 of each.
 //
-// Cost: the taken seats (sold, blocked, unpaid order items, $2) are merged
-// into one set by label first (one hash or sort on the label; a seat sold or
-// blocked is gone even if also held), and the event's seats are then read
-// once and hash-joined to it, so the work is O(seats + taken) with no lookup
-// per seat, whatever the statistics say: a plan with per-seat index lookups
-// into sold_seat and blocked_seat (which the planner chose for the former
-// statement while the tables had no statistics, as right after an event is
-// created) read 22 times the buffers on the arena. See README "The event's
-// seat counts".
+// Cost: the taken seats (sold, blocked, unpaid order items, $2) are merged into
+// one set by label first (one hash or sort on the label; a seat sold or blocked
+// is gone even if also held), and the event's seats are then read once and
+// hash-joined to it, so the work is O(seats + taken) with no lookup per seat,
+// whatever the statistics say: a plan with per-seat index lookups into sold_seat
+// and blocked_seat (which the planner chose for the former statement while the
+// tables had no statistics, as right after an event is created) read 22 times
+// the buffers on the arena. See docs/performance.md, "The event's seat counts".
 const gradeCountsSQL = `
 	WITH taken AS (
 		SELECT label, bool_or(gone) AS gone FROM (

@@ -105,15 +105,14 @@ func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
-	// A server that went away must not hang requests: connecting gives up
-	// after 5 s (unless connect_timeout says otherwise), and requests answer
-	// 503. 8 connections: measured (README, "Where the paying phase
+	// A server that went away must not hang requests: connecting gives up after
+	// 5 s (unless connect_timeout says otherwise), and requests answer 503. 8
+	// connections: measured (docs/performance.md, "Where the paying phase
 	// waits", "The store's work per paid order"), a paid order needs 4
-	// acquisitions of short batches, and on 2 cores 16 connections did
-	// worse than 8 or 4 (more backends waiting for the same cores, each
-	// connection held longer); 8 leaves room for the slower reads (an
-	// event's seat counts) beside the paying path. pool_max_conns in the
-	// URL overrides this.
+	// acquisitions of short batches, and on 2 cores 16 connections did worse
+	// than 8 or 4 (more backends waiting for the same cores, each connection
+	// held longer); 8 leaves room for the slower reads (an event's seat counts)
+	// beside the paying path. pool_max_conns in the URL overrides this.
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = 5 * time.Second
 	}

@@ -8,14 +8,14 @@ import (
 	"syscall"
 )
 
-// defaultGCPercent is the garbage collector's goal (GOGC) when the
-// environment sets none: the heap may grow to 5 times what is live before
-// a collection, instead of Go's 2 times (GOGC=100). In BenchmarkHot (see
-// README, Performance) GOGC=400 took a fifth to a third less CPU per
-// /healthz and per position poll as JSON than 100 (joins and htmx polls
-// could not be told apart on the loaded machine); a hot request allocates a
-// few KB and keeps none of it, and the live heap (the session copies, at
-// most about 100 MB) is small beside a server's memory.
+// defaultGCPercent is the garbage collector's goal (GOGC) when the environment
+// sets none: the heap may grow to 5 times what is live before a collection,
+// instead of Go's 2 times (GOGC=100). In BenchmarkHot (see docs/performance.md,
+// "The middleware composed once") GOGC=400 took a fifth to a third less CPU per
+// /healthz and per position poll as JSON than 100 (joins and htmx polls could
+// not be told apart on the loaded machine); a hot request allocates a few KB and
+// keeps none of it, and the live heap (the session copies, at most about 100 MB)
+// is small beside a server's memory.
 const defaultGCPercent = 400
 
 // gcSettings returns the collector's goal and soft memory limit (bytes) to

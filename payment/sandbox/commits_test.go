@@ -117,19 +117,18 @@ func newCountedHarness(t *testing.T) (*harness, *commitCounter) {
 	return newHarnessOn(t, db, func(cfg *sandbox.Config) { cfg.Pool = pool }), c
 }
 
-// The sandbox's commits per payment on the database it shares with the
-// store (README, "The sandbox PG's commits"), with its statements and
-// round trips: the checkout page's payment (one INSERT, its own
-// transaction); the confirm (the Idempotency-Key claimed with BEGIN, the
-// payment's UPDATE, then its webhook written already leased, the answer
-// stored and COMMIT in one batch); the webhook's delivered mark, whose
-// commit does not wait for the WAL's flush (the sandbox may forget it in a
-// crash and send the webhook again). A late webhook reads its row and
-// takes its lease when due, one commit more. The confirm and its webhooks
-// are counted together, since the delivery starts before the confirm's
-// answer is sent. A look-up is one statement, no transaction. A change
-// that brings a commit, a statement or a round trip back fails here;
-// checkout's TestPaidOrder_RoundTrips counts the store's side.
+// The sandbox's commits per payment on the database it shares with the store
+// (docs/performance.md, "The sandbox PG's commits"), with its statements and
+// round trips: the checkout page's payment (one INSERT, its own transaction);
+// the confirm (the Idempotency-Key claimed with BEGIN, the payment's UPDATE,
+// then its webhook written already leased, the answer stored and COMMIT in one
+// batch); the webhook's delivered mark, whose commit does not wait for the WAL's
+// flush (the sandbox may forget it in a crash and send the webhook again). A
+// late webhook reads its row and takes its lease when due, one commit more. The
+// confirm and its webhooks are counted together, since the delivery starts
+// before the confirm's answer is sent. A look-up is one statement, no
+// transaction. A change that brings a commit, a statement or a round trip back
+// fails here; checkout's TestPaidOrder_RoundTrips counts the store's side.
 func TestSandbox_CommitsPerPayment(t *testing.T) {
 	for _, tt := range []struct {
 		scenario string

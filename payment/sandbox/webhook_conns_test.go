@@ -13,13 +13,13 @@ import (
 	"github.com/boxoffice/boxoffice/store/storetest"
 )
 
-// Webhooks sent at once keep their connections to the app open for the next
-// ones (Config.HTTP nil: toss.KeepAliveTransport): in a sale the sandbox
-// sends one a payment, hundreds at once, and net/http's default transport,
-// which keeps 2 idle connections, had the app accept and close a new
-// connection for nearly every one (README, "The paying path's CPU in the
-// server"). Two rounds of `inFlight` webhooks held at the app until all of
-// a round arrived: the second round opens no connection.
+// Webhooks sent at once keep their connections to the app open for the next ones
+// (Config.HTTP nil: toss.KeepAliveTransport): in a sale the sandbox sends one a
+// payment, hundreds at once, and net/http's default transport, which keeps 2
+// idle connections, had the app accept and close a new connection for nearly
+// every one (docs/performance.md, "The paying path's CPU in the server"). Two
+// rounds of `inFlight` webhooks held at the app until all of a round arrived:
+// the second round opens no connection.
 func TestSandbox_WebhookConnectionsReused(t *testing.T) {
 	const inFlight = 24
 	var opened atomic.Int64

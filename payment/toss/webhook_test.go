@@ -118,8 +118,8 @@ func FuzzParseWebhook(f *testing.F) {
 	})
 }
 
-// BenchmarkParseWebhook parses Toss's example webhook, as the app does for
-// each webhook of a paid order (README, "The paying path's CPU in the
+// BenchmarkParseWebhook parses Toss's example webhook, as the app does for each
+// webhook of a paid order (docs/performance.md, "The paying path's CPU in the
 // server").
 func BenchmarkParseWebhook(b *testing.B) {
 	b.ReportAllocs()
