@@ -153,10 +153,19 @@ ensure_cluster() {
 }
 
 # stop_cluster: stops the private cluster's nodes and forgets them.
+# stop_cluster stops the private cluster's nodes and removes their folder,
+# once each node has exited: a node writes its files (nodes.conf, its log)
+# as it shuts down, and removing the folder meanwhile fails with "Directory
+# not empty" (seen once at the end of a make test that had passed).
 stop_cluster() {
-  local f
+  local f pid pids=()
   for f in "$DATA"/cluster/*/redis.pid; do
-    [ -f "$f" ] && kill "$(cat "$f")" 2>/dev/null || true
+    [ -f "$f" ] || continue
+    pid="$(cat "$f")"
+    kill "$pid" 2>/dev/null && pids+=("$pid") || true
+  done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
   done
   rm -rf "$DATA/cluster"
 }
