@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -34,11 +35,19 @@ type Fan struct {
 	// from the instance's figures, without it from Redis.
 	jar     *cookiejar.Jar
 	jarOnce sync.Once
+	// paths are the Path attributes of the cookies kept in jar ("/" for
+	// one without), each once, replaced whole on a change: a request
+	// whose path none of them path-matches gets no kept cookie, so it
+	// needs no lookup in the jar (most of the generator's requests).
+	paths atomic.Pointer[[]string]
 }
 
 // cookies returns the Cookie header of the fan's request to u: the session
 // cookie and the kept cookies that go to u.
 func (f *Fan) cookies(u *url.URL) string {
+	if !f.mayKeep(u.Path) {
+		return f.Cookie
+	}
 	f.jarOnce.Do(f.newJar)
 	kept := f.jar.Cookies(u)
 	if len(kept) == 0 {
@@ -65,6 +74,53 @@ func (f *Fan) keep(u *url.URL, h http.Header) {
 	set := (&http.Response{Header: h}).Cookies()
 	set = slices.DeleteFunc(set, func(c *http.Cookie) bool { return c.Name == sessionCookie })
 	f.jar.SetCookies(u, set)
+	f.keepPaths(set)
+}
+
+// keepPaths adds the Path attributes of the cookies set to the fan's paths:
+// "/" for a cookie without one (whose path the jar takes from the request's,
+// RFC 6265 section 5.1.4), which path-matches every request. It is called
+// after the jar holds them, so that mayKeep never misses a kept cookie.
+func (f *Fan) keepPaths(set []*http.Cookie) {
+	for {
+		old := f.paths.Load()
+		var paths []string
+		if old != nil {
+			paths = *old
+		}
+		grown := paths
+		for _, c := range set {
+			p := c.Path
+			if p == "" || p[0] != '/' {
+				p = "/"
+			}
+			if !slices.Contains(grown, p) {
+				grown = append(slices.Clip(grown), p)
+			}
+		}
+		if len(grown) == len(paths) || f.paths.CompareAndSwap(old, &grown) {
+			return
+		}
+	}
+}
+
+// mayKeep reports whether a kept cookie's path path-matches the request
+// path reqPath (RFC 6265 section 5.1.4): the same path, or a prefix of it
+// that ends with '/' or is followed by '/' in it.
+func (f *Fan) mayKeep(reqPath string) bool {
+	paths := f.paths.Load()
+	if paths == nil {
+		return false
+	}
+	if reqPath == "" {
+		reqPath = "/"
+	}
+	for _, p := range *paths {
+		if rest, ok := strings.CutPrefix(reqPath, p); ok && (rest == "" || strings.HasSuffix(p, "/") || rest[0] == '/') {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *Fan) newJar() { f.jar, _ = cookiejar.New(nil) }

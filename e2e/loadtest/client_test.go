@@ -29,6 +29,8 @@ func TestFan_KeepsCookies(t *testing.T) {
 		{"/events/7/queue", sessionCookie + "=tok; boxoffice_queue_epoch=e1.5.3.3"},
 		{"/events/7/seats", sessionCookie + "=tok"},
 		{"/events/8/queue/status", sessionCookie + "=tok"},
+		{"/events/7/queuex", sessionCookie + "=tok"},
+		{"/", sessionCookie + "=tok"},
 	} {
 		u, _ := url.Parse("http://127.0.0.1:8080" + tt.path)
 		if got := f.cookies(u); got != tt.want {
@@ -47,6 +49,19 @@ func TestFan_KeepsCookies(t *testing.T) {
 	f.keep(join, h)
 	if got, want := f.cookies(u), sessionCookie+"=tok"; got != want {
 		t.Errorf("after the cookie expired: Cookie = %q, want %q", got, want)
+	}
+	// A cookie without a Path goes where the jar's default path (the
+	// request's directory) says, and one with Path=/ everywhere.
+	h = http.Header{"Set-Cookie": {"nopath=1", "lang=ko; Path=/"}}
+	f.keep(join, h)
+	for _, tt := range []struct{ path, want string }{
+		{"/events/7/seats", sessionCookie + "=tok; nopath=1; lang=ko"},
+		{"/account", sessionCookie + "=tok; lang=ko"},
+	} {
+		u, _ := url.Parse("http://127.0.0.1:8080" + tt.path)
+		if got := f.cookies(u); got != tt.want {
+			t.Errorf("Cookie to %s = %q, want %q", tt.path, got, tt.want)
+		}
 	}
 }
 
