@@ -158,6 +158,10 @@ type Target struct {
 	// and Notes what else places its time (PostgreSQL's activity).
 	CPU   *CPUSplit `json:"cpu,omitempty"`
 	Notes []string  `json:"notes,omitempty"`
+	// Need is the rate the target asks for in this run, requests a second
+	// (0: not a rate), and Attribution where a missed rate's time went.
+	Need        float64      `json:"need_per_s,omitempty"`
+	Attribution *Attribution `json:"attribution,omitempty"`
 }
 
 // Ratio is a figure of boxoffice over a baseline of the same run.
@@ -301,6 +305,14 @@ func markdown(r *Report) string {
 				}
 				for _, n := range t.Notes {
 					w("%s.", n)
+				}
+				w("")
+			}
+			if a := t.Attribution; a != nil {
+				w("**Where the time goes.**")
+				w("")
+				for _, l := range a.Lines(*t.CPU) {
+					w("- %s.", l)
 				}
 				w("")
 			}

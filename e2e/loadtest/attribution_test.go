@@ -1,0 +1,182 @@
+package main
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOwnerOf(t *testing.T) {
+	cases := []struct {
+		stack []string
+		want  string
+	}{
+		{[]string{"internal/runtime/syscall/linux.Syscall6", "syscall.RawSyscall6", "net/http.(*conn).serve"}, ownerKernel},
+		{[]string{"runtime.futex", "runtime.notesleep"}, ownerKernel},
+		{[]string{"runtime.mallocgc", "strconv.AppendInt", "github.com/boxoffice/boxoffice/handlers.positionAnswer.appendJSON", "net/http.(*conn).serve"}, ownerProduct},
+		{[]string{"runtime.mallocgc", "bufio.(*Reader).fill", "github.com/redis/go-redis/v9/internal/proto.(*Reader).ReadReply", "github.com/boxoffice/boxoffice/store.(*Queue).Join"}, "go-redis"},
+		{[]string{"net/textproto.readMIMEHeader", "net/http.readRequest", "net/http.(*conn).serve"}, "net/http"},
+		{[]string{"github.com/jackc/pgx/v5.(*ExtendedQueryBuilder).Build", "github.com/boxoffice/boxoffice/store.(*Orders).Confirm"}, "pgx"},
+		{[]string{"compress/flate.(*compressor).findMatch", "github.com/labstack/echo/v4/middleware.GzipWithConfig.func1.1"}, "compression (gzip, brotli)"},
+		{[]string{"main.serve", "runtime.main"}, ownerProduct},
+		{[]string{"runtime.scanobject", "runtime.gcDrain", "runtime.gcBgMarkWorker"}, ownerRuntime},
+		{[]string{"github.com/some/lib.F", "github.com/boxoffice/boxoffice/store.G"}, ownerOther},
+		{nil, ownerRuntime},
+	}
+	for _, c := range cases {
+		if got := ownerOf(c.stack); got != c.want {
+			t.Errorf("ownerOf(%q) = %q, want %q", c.stack, got, c.want)
+		}
+	}
+}
+
+func TestPackageOf(t *testing.T) {
+	for fn, want := range map[string]string{
+		"net/http.(*conn).serve":                               "net/http",
+		"github.com/boxoffice/boxoffice/store.(*Holds).Hold":   "github.com/boxoffice/boxoffice/store",
+		"github.com/labstack/echo/v4.(*Echo).ServeHTTP.func1":  "github.com/labstack/echo/v4",
+		"runtime.mallocgc":                                     "runtime",
+		"internal/runtime/syscall/linux.Syscall6":              "internal/runtime/syscall/linux",
+		"github.com/jackc/pgx/v5/pgconn.(*PgConn).ExecParams":  "github.com/jackc/pgx/v5/pgconn",
+		"github.com/redis/go-redis/v9.(*baseClient).process":   "github.com/redis/go-redis/v9",
+		"gopkg.in/yaml%2ev3.(*parser).parse":                   "gopkg.in/yaml%2ev3",
+		"github.com/a-h/templ.(*Buffer).Write":                 "github.com/a-h/templ",
+		"github.com/andybalholm/brotli.(*h5).FindLongestMatch": "github.com/andybalholm/brotli",
+	} {
+		if got := packageOf(fn); got != want {
+			t.Errorf("packageOf(%q) = %q, want %q", fn, got, want)
+		}
+	}
+}
+
+// spin burns CPU in this package (main, which ownerOf charges to the
+// product) until d has passed.
+func spin(d time.Duration) float64 {
+	x := 0.0
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		for i := range 10000 {
+			x += math.Sqrt(float64(i))
+		}
+	}
+	return x
+}
+
+// TestProfileOwners takes a real CPU profile of this process while it
+// spins in package main and reads it back: the shares add up to one and
+// the spinning, charged to the product, is most of them.
+func TestProfileOwners(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	spin(500 * time.Millisecond)
+	pprof.StopCPUProfile()
+	f.Close()
+
+	shares, err := profileOwners(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, product := 0.0, 0.0
+	for i, s := range shares {
+		sum += s.Share
+		if s.Owner == ownerProduct {
+			product = s.Share
+		}
+		if i > 0 && s.Share > shares[i-1].Share {
+			t.Errorf("shares not largest first: %v", shares)
+		}
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("shares add up to %v, want 1: %v", sum, shares)
+	}
+	if product < 0.5 {
+		t.Errorf("the product's share of a profile spent spinning in package main = %v, want most of it: %v", product, shares)
+	}
+
+	if _, err := profileOwners(filepath.Join(t.TempDir(), "missing.pb.gz")); err == nil {
+		t.Error("a missing profile: no error")
+	}
+	heap := filepath.Join(t.TempDir(), "heap.pb.gz")
+	hf, err := os.Create(heap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.WriteHeapProfile(hf); err != nil {
+		t.Fatal(err)
+	}
+	hf.Close()
+	if _, err := profileOwners(heap); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
+		t.Errorf("a heap profile: error %v, want not a CPU profile", err)
+	}
+}
+
+func TestAttribute(t *testing.T) {
+	// 10,000 requests in 2 s on 2 cores, 0.2 cores idle: 360 µs of busy
+	// CPU a request, of which the server's 0.8 cores are 160 µs.
+	c := CPUSplit{Seconds: 2, Cores: 2, Requests: 10000, Idle: 0.2,
+		Server: CPUUse{User: 0.6, System: 0.2}, Redis: CPUUse{User: 0.3}, Generator: CPUUse{User: 0.7}}
+	shares := []Share{{"net/http", 0.5}, {ownerProduct, 0.25}, {ownerKernel, 0.25}}
+	a, ok := attribute(c, shares, 6000)
+	if !ok {
+		t.Fatal("no attribution")
+	}
+	near := func(got, want float64) bool { return math.Abs(got-want) < 1e-6 }
+	if !near(a.Busy, 360) || !near(a.Server, 160) || !near(a.Product, 40) {
+		t.Errorf("busy %v, server %v, product %v µs; want 360, 160, 40", a.Busy, a.Server, a.Product)
+	}
+	// 2 cores over 320 µs a request.
+	if !near(a.Bound, 6250) {
+		t.Errorf("bound %v/s, want 6250", a.Bound)
+	}
+	lines := strings.Join(a.Lines(c), "\n")
+	if !strings.Contains(lines, "within its reach") {
+		t.Errorf("a bound over the need must say the target is within the product's reach:\n%s", lines)
+	}
+	if a, _ := attribute(c, shares, 7000); !strings.Contains(strings.Join(a.Lines(c), "\n"), "outside the product's code") {
+		t.Errorf("a bound under the need must place the time outside the product's code:\n%s", strings.Join(a.Lines(c), "\n"))
+	}
+	for _, bad := range []CPUSplit{{}, {Seconds: 2, Cores: 2, Requests: 10, Beside: "position polls"}, {Seconds: 2, Cores: 2, Requests: 10, Err: "no /proc"}} {
+		if _, ok := attribute(bad, shares, 1); ok {
+			t.Errorf("attribute(%+v) made an attribution", bad)
+		}
+	}
+}
+
+// TestFinish_AttributesMissedRates checks that the report's missed rate
+// targets get their attribution from their profile, and met ones none.
+func TestFinish_AttributesMissedRates(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cpu.pb.gz")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		t.Fatal(err)
+	}
+	spin(200 * time.Millisecond)
+	pprof.StopCPUProfile()
+	f.Close()
+	split := &CPUSplit{Seconds: 1, Cores: 2, Requests: 1000, Server: CPUUse{User: 1}, Generator: CPUUse{User: 1}}
+	rep := &Report{Targets: []Target{
+		{Name: "missed", Met: ptr(false), Profile: path, CPU: split, Need: 5000},
+		{Name: "met", Met: ptr(true), Profile: path, CPU: split, Need: 500},
+	}}
+	b := &Bench{cfg: Config{Binary: os.Args[0]}, ui: newUI(false)}
+	b.explainMissed(rep)
+	if rep.Targets[0].Attribution == nil || rep.Targets[0].Attribution.Bound <= 0 {
+		t.Errorf("missed target: attribution %+v", rep.Targets[0].Attribution)
+	}
+	if rep.Targets[1].Attribution != nil {
+		t.Errorf("met target got an attribution: %+v", rep.Targets[1].Attribution)
+	}
+}
