@@ -40,6 +40,16 @@ type Fan struct {
 	// whose path none of them path-matches gets no kept cookie, so it
 	// needs no lookup in the jar (most of the generator's requests).
 	paths atomic.Pointer[[]string]
+	// lastSet is the answer whose cookies keep kept last.
+	lastSet atomic.Pointer[setCookies]
+}
+
+// setCookies are the Set-Cookie lines of an answer to a request to host
+// and path (a cookie without a Path takes its path from the request's, RFC
+// 6265 section 5.1.4).
+type setCookies struct {
+	host, path string
+	lines      []string
 }
 
 // cookies returns the Cookie header of the fan's request to u: the session
@@ -66,8 +76,18 @@ func (f *Fan) cookies(u *url.URL) string {
 
 // keep keeps the cookies of the answer to a request to u, except the session
 // cookie, which the fan holds from set-up.
+//
+// Set-Cookie lines equal to the last ones kept, from the same address, are
+// not parsed again (a repeat join sets the same place cookie): the jar
+// holds them already, and their expiry, counted from when they were first
+// kept, stays put: a Max-Age (the place cookie's is up to a day) outlasts
+// the run.
 func (f *Fan) keep(u *url.URL, h http.Header) {
-	if len(h["Set-Cookie"]) == 0 {
+	lines := h["Set-Cookie"]
+	if len(lines) == 0 {
+		return
+	}
+	if last := f.lastSet.Load(); last != nil && last.host == u.Host && last.path == u.Path && slices.Equal(last.lines, lines) {
 		return
 	}
 	f.jarOnce.Do(f.newJar)
@@ -75,6 +95,7 @@ func (f *Fan) keep(u *url.URL, h http.Header) {
 	set = slices.DeleteFunc(set, func(c *http.Cookie) bool { return c.Name == sessionCookie })
 	f.jar.SetCookies(u, set)
 	f.keepPaths(set)
+	f.lastSet.Store(&setCookies{host: u.Host, path: u.Path, lines: slices.Clone(lines)})
 }
 
 // keepPaths adds the Path attributes of the cookies set to the fan's paths:

@@ -50,6 +50,14 @@ func TestFan_KeepsCookies(t *testing.T) {
 	if got, want := f.cookies(u), sessionCookie+"=tok"; got != want {
 		t.Errorf("after the cookie expired: Cookie = %q, want %q", got, want)
 	}
+	// The same line as before the expiry sets it again, and a repeat of it
+	// keeps it.
+	for range 2 {
+		f.keep(join, http.Header{"Set-Cookie": {"boxoffice_queue_epoch=e1.5.3.9; Path=/events/7/queue"}})
+		if got, want := f.cookies(u), sessionCookie+"=tok; boxoffice_queue_epoch=e1.5.3.9"; got != want {
+			t.Errorf("after the cookie was set again: Cookie = %q, want %q", got, want)
+		}
+	}
 	// A cookie without a Path goes where the jar's default path (the
 	// request's directory) says, and one with Path=/ everywhere.
 	h = http.Header{"Set-Cookie": {"nopath=1", "lang=ko; Path=/"}}

@@ -309,7 +309,7 @@ func markdown(r *Report) string {
 				w("")
 			}
 			if a := t.Attribution; a != nil {
-				w("**Where the time goes.**")
+				w("**Whose time it is, and what the product could gain.**")
 				w("")
 				for _, l := range a.Lines(*t.CPU) {
 					w("- %s.", l)
