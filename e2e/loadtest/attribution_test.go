@@ -180,3 +180,17 @@ func TestFinish_AttributesMissedRates(t *testing.T) {
 		t.Errorf("met target got an attribution: %+v", rep.Targets[1].Attribution)
 	}
 }
+
+func TestBesideNotes(t *testing.T) {
+	r := &Report{Phases: []*Phase{{Steps: []Stats{
+		{Name: "position polls, closed loop", Requests: 1000, Rate: 100, CPU: &CPUSplit{Step: "position polls"}},
+		{Name: "GET /events/{id}/seats", Requests: 50, Rate: 5, CPU: &CPUSplit{Step: "seat map page, cold", Beside: "position polls"}},
+	}}}}
+	notes := besideNotes(r, "position polls")
+	if len(notes) != 1 || !strings.Contains(notes[0], "GET /events/{id}/seats, 50 requests at 5/s") {
+		t.Errorf("beside the polls: %q, want the seat map step", notes)
+	}
+	if notes := besideNotes(r, "seat map page, cold"); len(notes) != 0 {
+		t.Errorf("beside the seat map: %q, want none", notes)
+	}
+}

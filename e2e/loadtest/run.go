@@ -297,7 +297,26 @@ func (b *Bench) targets(r *Report) []Target {
 	}
 	out = append(out, sell)
 	out = append(out, Target{Name: "SSE at 10,000 streams", Want: "≤ 20 KB of server memory per stream", Got: "measured by make bench-sse"})
+	for i, t := range out {
+		if t.CPU != nil {
+			out[i].Notes = append(out[i].Notes, besideNotes(r, t.CPU.Step)...)
+		}
+	}
 	return out
+}
+
+// besideNotes names the steps that ran in the window of step (their CPU
+// split's Beside), whose CPU is in that step's figures a request.
+func besideNotes(r *Report, step string) []string {
+	var notes []string
+	for _, p := range r.Phases {
+		for _, s := range p.Steps {
+			if s.CPU != nil && s.CPU.Beside == step {
+				notes = append(notes, fmt.Sprintf("In the same window, beside the %s: %s, %d requests at %.0f/s, whose CPU is in the figures a request above", step, s.Name, s.Requests, s.Rate))
+			}
+		}
+	}
+	return notes
 }
 
 // sellOutTarget names the sell-out target after the run's figures: the
