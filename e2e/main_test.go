@@ -212,6 +212,18 @@ func logErrors(t *testing.T, page playwright.Page) {
 // people to look at what the tests saw.
 func screenshot(t *testing.T, page playwright.Page, name string) {
 	t.Helper()
+	saveScreenshot(t, page, name, true)
+}
+
+// viewportScreenshot saves what the viewport shows, as a phone's screen
+// does with its fixed bottom bar, as e2e/screenshots/<name>.png.
+func viewportScreenshot(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	saveScreenshot(t, page, name, false)
+}
+
+func saveScreenshot(t *testing.T, page playwright.Page, name string, fullPage bool) {
+	t.Helper()
 	dir, err := filepath.Abs("screenshots") // the driver resolves paths from its own folder
 	if err == nil {
 		err = os.MkdirAll(dir, 0o755)
@@ -221,7 +233,7 @@ func screenshot(t *testing.T, page playwright.Page, name string) {
 	}
 	if _, err := page.Screenshot(playwright.PageScreenshotOptions{
 		Path:     playwright.String(filepath.Join(dir, name+".png")),
-		FullPage: playwright.Bool(true),
+		FullPage: playwright.Bool(fullPage),
 	}); err != nil {
 		t.Errorf("screenshot %s: %v", name, err)
 	}

@@ -163,6 +163,96 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 	}
 }
 
+// At a phone's width, in English and in Korean (whose labels are longer), a
+// fan holding the most seats an account may (5), two of them in an order
+// awaiting payment, reads every held seat in the bottom bar without a
+// sideways swipe: the held seats' list is no wider than the bar, and each
+// seat's Release button or "Awaiting payment" link lies within the screen,
+// with the map's script and without JavaScript (the section's list).
+// Screenshots: e2e/screenshots/<lang>-phone-five-held, -phone-five-held-nojs
+// and <lang>-desktop-five-held.
+func TestPhone_FiveHeldSeats(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[demo.HallName]
+	for i, lang := range []string{views.English, views.Korean} {
+		t.Run(lang, func(t *testing.T) {
+			bctx, page := newPageIn(t, "en-US")
+			_, err := page.Goto(a.URL + "/login")
+			must(t, "open log-in", err)
+			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
+			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			enter(t, a, page, hall)
+			// Each language's fan holds seats of a row of their own.
+			row := "1층 C-" + strconv.Itoa(9+i) + "-"
+			holdAndCheckOut(t, a, page, row+"10", row+"11")
+			openSeatMap(t, a, page, hall)
+			for _, n := range []string{"12", "13", "14"} {
+				must(t, "choose "+row+n, seat(page, row+n).Click())
+			}
+			must(t, "hold", page.GetByTestId("hold-submit").Click())
+			must(t, "wait for the 5 held seats", page.Locator(`[data-testid=held-seats] li`).Nth(4).WaitFor())
+			must(t, "wait for the order's link", page.GetByTestId("in-order-"+row+"10").WaitFor())
+			screenshot(t, page, lang+"-desktop-five-held")
+
+			must(t, "resize", page.SetViewportSize(390, 844))
+			wantBottomBar(t, page, "checkout")
+			wantHeldSeatsFit(t, page)
+			viewportScreenshot(t, page, lang+"-phone-five-held")
+
+			cookies, err := bctx.Cookies()
+			must(t, "read the cookies", err)
+			noJS, err := browser.NewContext(playwright.BrowserNewContextOptions{
+				JavaScriptEnabled: playwright.Bool(false),
+				Viewport:          &playwright.Size{Width: 390, Height: 844},
+			})
+			must(t, "open a context without JavaScript", err)
+			defer noJS.Close()
+			optional := make([]playwright.OptionalCookie, len(cookies))
+			for i, c := range cookies {
+				optional[i] = c.ToOptionalCookie()
+			}
+			must(t, "share the session", noJS.AddCookies(optional))
+			plain, err := noJS.NewPage()
+			must(t, "open a page without JavaScript", err)
+			_, err = plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
+			must(t, "open the section's list", err)
+			wantBottomBar(t, plain, "checkout")
+			wantHeldSeatsFit(t, plain)
+			viewportScreenshot(t, plain, lang+"-phone-five-held-nojs")
+		})
+	}
+}
+
+// wantHeldSeatsFit checks, at a phone's 390 × 844, that the bottom bar's
+// list of held seats does not scroll sideways and that each held seat's
+// Release button or order link lies within the screen's width and within
+// the bar, where a finger can tap it without a swipe.
+func wantHeldSeatsFit(t *testing.T, page playwright.Page) {
+	t.Helper()
+	list := page.GetByTestId("hold-bar").First().GetByTestId("held-seats")
+	widths, err := list.Evaluate(`el => [el.scrollWidth, el.clientWidth]`, nil)
+	must(t, "measure the held seats' list", err)
+	if w, _ := widths.([]any); len(w) != 2 || toFloat(w[0]) > toFloat(w[1]) {
+		t.Errorf("the held seats' list is [scrollWidth clientWidth] %v px wide, want no wider than it shows", widths)
+	}
+	outside, err := list.Evaluate(`list => {
+		const bar = list.closest("[data-testid=hold-bar]").getBoundingClientRect();
+		return [...list.querySelectorAll("li")].map(li => {
+			const c = li.querySelector("button, a");
+			const r = c ? c.getBoundingClientRect() : null;
+			return !r ? li.dataset.seat + " has no control"
+				: r.left < 0 || r.right > 390 || r.top < bar.top || r.bottom > Math.min(bar.bottom, 844)
+				? li.dataset.seat + " " + JSON.stringify([r.left, r.top, r.right, r.bottom]) : "";
+		}).filter(Boolean);
+	}`, nil)
+	must(t, "measure the held seats' controls", err)
+	if got, _ := outside.([]any); len(got) > 0 {
+		t.Errorf("held seats' controls outside the 390 × 844 screen or the bar: %v", got)
+	}
+	fitsPhone(t, page, "the seat map page")
+}
+
 // At a phone's width, two fingers moving apart on the map zoom it in: two
 // touch pointers go down on the map's box, move apart to twice their
 // distance and lift, and the map's zoom (--zoom on its host) and drawn width
