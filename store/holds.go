@@ -263,14 +263,15 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	}
 	e := req.EventID
 	k := h.keysOf(e)
-	call := h.appendShopperKeys(hotCall(shopperKeyCount+len(labels)+shopperArgCount+len(labels)), k, req)
+	call, v := hotCall(shopperKeyCount + len(labels) + shopperArgCount + len(labels))
+	call = h.appendShopperKeys(call, k, req)
 	for _, l := range labels {
 		call = append(call, k.lockPrefix+l)
 	}
 	call = append(call, keyOf(k.holdOrderPrefix, req.AccountID))
-	call = appendShopperArgs(call, req)
+	call = appendShopperArgs(call, v, req)
 	for _, l := range labels {
-		call = append(call, l)
+		call = append(call, v.str(l))
 	}
 	res, err := h.runHoldScript(ctx, holdScript, e, shopperKeyCount+len(labels)+1, call)
 	if err != nil {
@@ -361,9 +362,9 @@ func (h *Holds) appendShopperKeys(call []any, k *holdKeys, req boxoffice.HoldReq
 }
 
 // appendShopperArgs appends to call the arguments 1 to 5 of hold.lua and
-// hold_best.lua for req.
-func appendShopperArgs(call []any, req boxoffice.HoldRequest) []any {
-	return append(call, req.AccountID, req.Limit, req.TTL.Milliseconds(), "0", req.SessionKey)
+// hold_best.lua for req, their values held in v (call's).
+func appendShopperArgs(call []any, v *hotValues, req boxoffice.HoldRequest) []any {
+	return append(call, v.int(req.AccountID), req.Limit, v.int(req.TTL.Milliseconds()), "0", v.str(req.SessionKey))
 }
 
 // runHoldScript runs script, hold.lua or hold_best.lua, with call (hotCall's:
@@ -486,12 +487,13 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	b := &k.boxed
 	const ownKeys = 9
 	// room for the keys and arguments of a run's longest reindex
-	call := append(hotCall(ownKeys+1+boxoffice.MaxPerAccountLimit+1+3+1+3*boxoffice.MaxPerAccountLimit), k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
+	call, v := hotCall(ownKeys + 1 + boxoffice.MaxPerAccountLimit + 1 + 3 + 1 + 3*boxoffice.MaxPerAccountLimit)
+	call = append(call, k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
 		b.held, b.holder, keyOf(k.entryPrefix, s.AccountID), b.live, b.sold, b.bought, k.orderPrefix+label)
 	call, indexArgs := h.appendReindex(ctx, e, []string{label}, call, ownKeys+1)
 	call = append(call, keyOf(k.holdOrderPrefix, s.AccountID))
 	keys := len(call) - hotCallStart
-	call = append(append(call, s.AccountID, label, s.SessionKey), indexArgs...)
+	call = append(append(call, v.int(s.AccountID), v.str(label), v.str(s.SessionKey)), indexArgs...)
 	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, keys, call).Slice()
 	if err != nil {
 		return boxoffice.SeatMapState{}, fmt.Errorf("release seat %s of event %d: %w", label, e, err)

@@ -368,7 +368,8 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 	}
 	ek := h.keysOf(req.EventID)
 	keys := shopperKeyCount + 3 + seats + 1
-	call := h.appendShopperKeys(hotCall(keys+shopperArgCount+4+3*len(window)+seats), ek, req)
+	call, v := hotCall(keys + shopperArgCount + 4 + 3*len(window) + seats)
+	call = h.appendShopperKeys(call, ek, req)
 	call = append(call, ek.boxed.bestGen, h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
 	for _, i := range window {
 		for _, l := range runs[i].labels {
@@ -380,7 +381,7 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 	if k.strand {
 		mayStrand = "1"
 	}
-	call = append(appendShopperArgs(call, req), quantity, mayStrand, bestListed, len(window))
+	call = append(appendShopperArgs(call, v, req), quantity, mayStrand, bestListed, len(window))
 	for _, i := range window {
 		call = append(call, len(runs[i].labels), runs[i].best+1, i)
 	}

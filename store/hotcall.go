@@ -34,14 +34,58 @@ func newHotScript(s *redis.Script) *hotScript {
 const hotCallStart = 3
 
 // hotCall returns the start of a call of a hot script, with room for n keys
-// and arguments: the caller appends the keys, then the arguments, and sends
-// it with runHot. A call built so is one slice, with the event's keys boxed
-// once (queueKeys.boxed) and the script's hash boxed once (hotScript); from
-// a []string of keys and the arguments, Script.Run builds the same command
+// and arguments, and the room for its arguments' values (hotValues): the
+// caller appends the keys, then the arguments, and sends it with runHot. A
+// call built so is one slice, with the event's keys boxed once
+// (queueKeys.boxed) and the script's hash boxed once (hotScript); from a
+// []string of keys and the arguments, Script.Run builds the same command
 // with a slice of its own, boxing the command's name, the hash and every key
-// on every call (12 allocations of a join's 81).
-func hotCall(n int) []any {
-	return make([]any, hotCallStart, hotCallStart+n)
+// on every call (12 allocations of a join's 81). The call and the values are
+// one allocation when the call takes at most hotCallRoom elements.
+func hotCall(n int) ([]any, *hotValues) {
+	v := &hotValues{}
+	if hotCallStart+n <= len(v.room) {
+		return v.room[:hotCallStart], v
+	}
+	return make([]any, hotCallStart, hotCallStart+n), v
+}
+
+// hotCallRoom is how many elements of a call hotValues holds: a join's 23,
+// a hold of up to five seats.
+const hotCallRoom = 32
+
+// hotValues holds a hot script's call (hotCall) and the values of its
+// string and integer arguments, so that each costs no allocation of its own
+// to box: str and int box a pointer to a copy held here (a *string or an
+// *int64, which go-redis writes as the value it points to, the same bytes),
+// where boxing a string or an int64 copies it to the heap. Keys are never
+// given so: go-redis reads a command's first key, and runHot its keys, as
+// strings.
+type hotValues struct {
+	room   [hotCallRoom]any
+	strs   [6]string
+	ints   [4]int64
+	ns, ni int
+}
+
+// str returns s as a call's argument.
+func (v *hotValues) str(s string) any {
+	if s == "" || v.ns == len(v.strs) {
+		return s // Go boxes "" without allocating
+	}
+	v.strs[v.ns] = s
+	v.ns++
+	return &v.strs[v.ns-1]
+}
+
+// int returns n as a call's argument.
+func (v *hotValues) int(n int64) any {
+	if uint64(n) < 256 || v.ni == len(v.ints) {
+		return n // Go boxes 0 to 255 without allocating
+	}
+	v.ints[v.ni] = n
+	v.ni++
+	return &v.ints[v.ni-1]
 }
 
 // runHot sends call (hotCall's, its first keys elements after the start

@@ -312,7 +312,7 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 		drawAt = r.DrawAt.UnixMilli()
 	}
 	k := q.keysOf(eventID).boxed
-	call := hotCall(9 + 11)
+	call, v := hotCall(9 + 11)
 	call = append(call, k.queue, k.seq, k.sess, k.stats, q.entryKey(eventID, accountID), k.bought, k.pre, k.preAcct)
 	var proofUntil int64
 	if r.Proof != "" {
@@ -327,8 +327,8 @@ func (q *Queue) Join(ctx context.Context, r boxoffice.JoinRequest) (boxoffice.Qu
 	if fresh {
 		keptEpoch = kept.st.epoch
 	}
-	call = append(call, accountID, sessionKey, epoch, token, max(r.Limit, 0),
-		drawAt, r.Ticket, r.Rank, proofUntil, keptEpoch, boxedBool(kept.st.soldOut), boxedBool(kept.st.pace.Paused))
+	call = append(call, v.int(accountID), v.str(sessionKey), v.str(epoch), v.str(token), max(r.Limit, 0), v.int(drawAt),
+		v.str(r.Ticket), v.str(r.Rank), v.int(proofUntil), v.str(keptEpoch), boxedBool(kept.st.soldOut), boxedBool(kept.st.pace.Paused))
 	res, err := runHot(ctx, q.hot(), queueJoinScript, false, keys, call).Slice()
 	if err != nil {
 		return boxoffice.QueuePosition{}, fmt.Errorf("join queue of event %d: %w", eventID, err)
@@ -469,7 +469,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 		gen = fl.gen
 	}
 	k := q.keysOf(eventID).boxed
-	call := hotCall(4 + len(positionsArgs) + len(ids))
+	call, v := hotCall(4 + len(positionsArgs) + len(ids))
 	call, replies := append(call, k.queue, k.live, k.stats), 2+2*len(ids)
 	if sessionKey != "" {
 		call, replies = append(call, q.entryKey(eventID, ids[0])), replies+1
@@ -477,7 +477,7 @@ func (q *Queue) positions(ctx context.Context, eventID int64, ids []int64, epoch
 	keys := len(call) - hotCallStart
 	call = append(call, positionsArgs...)
 	for _, id := range ids {
-		call = append(call, strconv.FormatInt(id, 10))
+		call = append(call, v.int(id))
 	}
 	res, err := runHot(ctx, q.hot(), queuePositionsScript, true, keys, call).Slice()
 	var packed, bound string
@@ -606,9 +606,8 @@ func noEntryYet() error {
 // readEntry reads the account's entry token for the event in one read-only
 // script (queue_entry.lua).
 func (q *Queue) readEntry(ctx context.Context, eventID, accountID int64) (entry, error) {
-	acct := strconv.FormatInt(accountID, 10)
-	k := q.keysOf(eventID)
-	call := append(hotCall(3), k.entryPrefix+acct, k.boxed.live, acct)
+	call, args := hotCall(3)
+	call = append(call, q.entryKey(eventID, accountID), q.keysOf(eventID).boxed.live, args.int(accountID))
 	res, err := runHot(ctx, q.hot(), queueEntryScript, true, 2, call).Slice()
 	if err != nil {
 		return entry{}, fmt.Errorf("read entry token of account %d for event %d: %w", accountID, eventID, err)
