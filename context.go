@@ -9,14 +9,25 @@ const (
 	langContextKey
 )
 
-// session is what a request's context carries of its session: the session
-// key and, once logged in, the account (account points at acct). One value
-// for both, made in one allocation, so that loading a request's session
-// costs one context value instead of three allocations and two values.
+// session is the context of a request with its session: the session key
+// and, once logged in, the account (account points at acct). It is the
+// context and its value in one allocation (a context.WithValue of it would
+// be a second), so that loading a request's session costs one allocation
+// instead of four.
 type session struct {
+	context.Context
 	key     string
 	account *Account
 	acct    Account
+}
+
+// Value returns s for sessionContextKey, and what its parent holds for any
+// other key.
+func (s *session) Value(key any) any {
+	if key == sessionContextKey {
+		return s
+	}
+	return s.Context.Value(key)
 }
 
 // NewContextWithSession returns a copy of ctx carrying the session key (a
@@ -24,12 +35,12 @@ type session struct {
 // tokens are bound to; it is not the session cookie) and a copy of the
 // logged-in account, or no account when a is nil.
 func NewContextWithSession(ctx context.Context, key string, a *Account) context.Context {
-	s := &session{key: key}
+	s := &session{Context: ctx, key: key}
 	if a != nil {
 		s.acct = *a
 		s.account = &s.acct
 	}
-	return context.WithValue(ctx, sessionContextKey, s)
+	return s
 }
 
 // noSession is what sessionFromContext returns outside a session; never
@@ -70,12 +81,30 @@ func SessionKeyFromContext(ctx context.Context) string {
 // request is answered in, a base language tag such as "ko" or "en" (chosen
 // by the handlers' language middleware).
 func NewContextWithLang(ctx context.Context, lang string) context.Context {
-	return context.WithValue(ctx, langContextKey, lang)
+	return &langContext{Context: ctx, lang: lang}
+}
+
+// langContext is the context of a request with its language, in one
+// allocation where context.WithValue would box the string in a second.
+type langContext struct {
+	context.Context
+	lang string
+}
+
+// Value returns the context itself for langContextKey, and what its parent
+// holds for any other key.
+func (c *langContext) Value(key any) any {
+	if key == langContextKey {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // LangFromContext returns the request's language, or "" outside a request
 // (views then speaks its default language).
 func LangFromContext(ctx context.Context) string {
-	l, _ := ctx.Value(langContextKey).(string)
-	return l
+	if c, _ := ctx.Value(langContextKey).(*langContext); c != nil {
+		return c.lang
+	}
+	return ""
 }
