@@ -264,11 +264,12 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	e := req.EventID
 	k := h.keysOf(e)
 	call, v := hotCall(shopperKeyCount + len(labels) + shopperArgCount + len(labels))
-	call = h.appendShopperKeys(call, k, req)
+	ak := k.account(req.AccountID)
+	call = appendShopperKeys(call, k, ak)
 	for _, l := range labels {
 		call = append(call, k.lockPrefix+l)
 	}
-	call = append(call, keyOf(k.holdOrderPrefix, req.AccountID))
+	call = append(call, ak.holdOrder)
 	call = appendShopperArgs(call, v, req)
 	for _, l := range labels {
 		call = append(call, v.str(l))
@@ -354,11 +355,32 @@ const (
 )
 
 // appendShopperKeys appends to call (hotCall's) the keys 1 to 10 of
-// hold.lua and hold_best.lua for req, k being its event's keys.
-func (h *Holds) appendShopperKeys(call []any, k *holdKeys, req boxoffice.HoldRequest) []any {
+// hold.lua and hold_best.lua for an account, k being its event's keys and
+// ak the account's.
+func appendShopperKeys(call []any, k *holdKeys, ak accountKeys) []any {
 	b := &k.boxed
-	return append(call, b.ready, b.sold, b.bought, keyOf(k.holdPrefix, req.AccountID), b.held, b.holder,
-		b.claimed, keyOf(k.entryPrefix, req.AccountID), b.live, b.blocked)
+	return append(call, b.ready, b.sold, b.bought, ak.hold, b.held, b.holder, b.claimed, ak.entry, b.live, b.blocked)
+}
+
+// accountKeys are an account's keys of an event that a fan's hold and
+// release scripts name: hold:{e}:<account>, entry:{e}:<account> and
+// hold:order:{e}:<account>.
+type accountKeys struct{ hold, entry, holdOrder string }
+
+// account returns the account's keys of k's event, built in one
+// allocation.
+func (k *holdKeys) account(acct int64) accountKeys {
+	var num [20]byte
+	n := strconv.AppendInt(num[:0], acct, 10)
+	var b strings.Builder
+	b.Grow(len(k.holdPrefix) + len(k.entryPrefix) + len(k.holdOrderPrefix) + 3*len(n))
+	for _, prefix := range [...]string{k.holdPrefix, k.entryPrefix, k.holdOrderPrefix} {
+		b.WriteString(prefix)
+		b.Write(n)
+	}
+	all, a := b.String(), len(k.holdPrefix)+len(n)
+	e := a + len(k.entryPrefix) + len(n)
+	return accountKeys{hold: all[:a], entry: all[a:e], holdOrder: all[e:]}
 }
 
 // appendShopperArgs appends to call the arguments 1 to 5 of hold.lua and
@@ -488,10 +510,10 @@ func (h *Holds) Release(ctx context.Context, s boxoffice.Shopper, label string) 
 	const ownKeys = 9
 	// room for the keys and arguments of a run's longest reindex
 	call, v := hotCall(ownKeys + 1 + boxoffice.MaxPerAccountLimit + 1 + 3 + 1 + 3*boxoffice.MaxPerAccountLimit)
-	call = append(call, k.lockPrefix+label, keyOf(k.holdPrefix, s.AccountID),
-		b.held, b.holder, keyOf(k.entryPrefix, s.AccountID), b.live, b.sold, b.bought, k.orderPrefix+label)
+	ak := k.account(s.AccountID)
+	call = append(call, k.lockPrefix+label, ak.hold, b.held, b.holder, ak.entry, b.live, b.sold, b.bought, k.orderPrefix+label)
 	call, indexArgs := h.appendReindex(ctx, e, []string{label}, call, ownKeys+1)
-	call = append(call, keyOf(k.holdOrderPrefix, s.AccountID))
+	call = append(call, ak.holdOrder)
 	keys := len(call) - hotCallStart
 	call = append(append(call, v.int(s.AccountID), v.str(label), v.str(s.SessionKey)), indexArgs...)
 	res, err := runHot(ctx, h.shopperScripter(), holdReleaseScript, false, keys, call).Slice()

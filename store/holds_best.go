@@ -369,14 +369,15 @@ func (h *Holds) holdBestWindow(ctx context.Context, req boxoffice.HoldRequest, q
 	ek := h.keysOf(req.EventID)
 	keys := shopperKeyCount + 3 + seats + 1
 	call, v := hotCall(keys + shopperArgCount + 4 + 3*len(window) + seats)
-	call = h.appendShopperKeys(call, ek, req)
+	ak := ek.account(req.AccountID)
+	call = appendShopperKeys(call, ek, ak)
 	call = append(call, ek.boxed.bestGen, h.bestIndexKey(req.EventID, k.grade, quantity), h.bestParkedKey(req.EventID, k.grade, quantity))
 	for _, i := range window {
 		for _, l := range runs[i].labels {
 			call = append(call, ek.lockPrefix+l)
 		}
 	}
-	call = append(call, keyOf(ek.holdOrderPrefix, req.AccountID))
+	call = append(call, ak.holdOrder)
 	mayStrand := "0"
 	if k.strand {
 		mayStrand = "1"
