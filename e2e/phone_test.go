@@ -199,6 +199,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantBottomBar(t, page, "checkout")
 			wantHeldSeatsFit(t, page)
 			viewportScreenshot(t, page, lang+"-phone-five-held")
+			wantPageEndShows(t, page, lang+"-phone-five-held")
 
 			cookies, err := bctx.Cookies()
 			must(t, "read the cookies", err)
@@ -220,6 +221,10 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantBottomBar(t, plain, "checkout")
 			wantHeldSeatsFit(t, plain)
 			viewportScreenshot(t, plain, lang+"-phone-five-held-nojs")
+			wantPageEndShows(t, plain, lang+"-phone-five-held-nojs")
+			_, err = plain.Goto(a.URL + views.SeatsURL(hall))
+			must(t, "open the seat map without JavaScript", err)
+			wantPageEndShows(t, plain, lang+"-phone-map-nojs")
 		})
 	}
 }
@@ -251,6 +256,37 @@ func wantHeldSeatsFit(t *testing.T, page playwright.Page) {
 		t.Errorf("held seats' controls outside the 390 × 844 screen or the bar: %v", got)
 	}
 	fitsPhone(t, page, "the seat map page")
+}
+
+// wantPageEndShows checks, at a phone's 390 × 844 and a short phone's
+// 375 × 667, that a fan who scrolls to the very bottom of the page sees its
+// end: the footer and every link, button, field, label, list item and
+// paragraph of the page lie clear of the hold bar, none under it, so the
+// bar hides nothing that scrolling cannot bring into view. It restores the
+// 390 × 844 viewport. Screenshots:
+// e2e/screenshots/<name>-bottom-<width>x<height>.
+func wantPageEndShows(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	for _, size := range [][2]int{{375, 667}, {390, 844}} {
+		must(t, "resize", page.SetViewportSize(size[0], size[1]))
+		under, err := page.Evaluate(`() => {
+			window.scrollTo(0, document.documentElement.scrollHeight);
+			const bar = document.querySelector("[data-testid=hold-bar]");
+			const b = bar.getBoundingClientRect();
+			return [...document.querySelectorAll("body > footer, main a, main button, main input:not([type=hidden]), main label, main li, main p, main h2")]
+				.filter(el => !bar.contains(el) && el.getClientRects().length > 0)
+				.map(el => [el, el.getBoundingClientRect()])
+				.filter(([, r]) => r.height > 0 && r.bottom > b.top + 0.5 && r.top < b.bottom - 0.5)
+				.map(([el, r]) => el.tagName.toLowerCase() + (el.dataset.testid ? "[" + el.dataset.testid + "]" : "") +
+					" " + JSON.stringify([Math.round(r.top), Math.round(r.bottom)]) + " bar " + JSON.stringify([Math.round(b.top), Math.round(b.bottom)]))
+				.slice(0, 6);
+		}`)
+		must(t, "look under the hold bar", err)
+		if got, _ := under.([]any); len(got) > 0 {
+			t.Errorf("at %d × %d scrolled to the bottom, the hold bar hides %v, want everything clear of it", size[0], size[1], got)
+		}
+		viewportScreenshot(t, page, fmt.Sprintf("%s-bottom-%dx%d", name, size[0], size[1]))
+	}
 }
 
 // At a phone's width, two fingers moving apart on the map zoom it in: two
@@ -300,16 +336,17 @@ func TestPhone_PinchZoom(t *testing.T) {
 	screenshot(t, page, "en-phone-pinched")
 }
 
-// wantBottomBar checks that the hold bar is fixed at the bottom of the
-// 844 px high viewport, across its width, and that the next action (the
-// button with data-testid action) is visible inside it.
+// wantBottomBar checks that the hold bar is sticky at the bottom of the
+// 844 px high viewport (the page scrolled above its end), across its
+// width, and that the next action (the button with data-testid action) is
+// visible inside it.
 func wantBottomBar(t *testing.T, page playwright.Page, action string) {
 	t.Helper()
 	bar := page.GetByTestId("hold-bar").First()
 	position, err := bar.Evaluate(`el => getComputedStyle(el).position`, nil)
 	must(t, "read the bar's position", err)
-	if position != "fixed" {
-		t.Errorf("the hold bar's position is %v, want fixed", position)
+	if position != "sticky" {
+		t.Errorf("the hold bar's position is %v, want sticky", position)
 	}
 	box, err := bar.BoundingBox()
 	must(t, "measure the hold bar", err)
