@@ -259,16 +259,25 @@ func wantHeldSeatsFit(t *testing.T, page playwright.Page) {
 }
 
 // wantPageEndShows checks, at a phone's 390 × 844 and a short phone's
-// 375 × 667, that a fan who scrolls to the very bottom of the page sees its
-// end: the footer and every link, button, field, label, list item and
-// paragraph of the page lie clear of the hold bar, none under it, so the
-// bar hides nothing that scrolling cannot bring into view. It restores the
-// 390 × 844 viewport. Screenshots:
+// 375 × 667, that the hold bar stays at the screen's bottom halfway down
+// the page, and that scrolled to the very bottom the page shows its end:
+// the footer and every link, button, field, label, list item and paragraph
+// of the page lie clear of the hold bar, none under it, so the bar hides
+// nothing that scrolling cannot bring into view. It leaves the viewport at
+// 390 × 844. Screenshots:
 // e2e/screenshots/<name>-bottom-<width>x<height>.
 func wantPageEndShows(t *testing.T, page playwright.Page, name string) {
 	t.Helper()
 	for _, size := range [][2]int{{375, 667}, {390, 844}} {
 		must(t, "resize", page.SetViewportSize(size[0], size[1]))
+		middle, err := page.Evaluate(`() => {
+			window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) / 2);
+			return document.querySelector("[data-testid=hold-bar]").getBoundingClientRect().bottom;
+		}`)
+		must(t, "scroll halfway", err)
+		if b := toFloat(middle); b < float64(size[1])-1 || b > float64(size[1])+1 {
+			t.Errorf("at %d × %d scrolled halfway, the hold bar ends at %v px, want it at the screen's bottom", size[0], size[1], b)
+		}
 		under, err := page.Evaluate(`() => {
 			window.scrollTo(0, document.documentElement.scrollHeight);
 			const bar = document.querySelector("[data-testid=hold-bar]");
