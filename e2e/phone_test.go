@@ -70,21 +70,7 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 
 			// Without JavaScript, the section's list has the same bar, with
 			// the held seats and the check-out button.
-			cookies, err := bctx.Cookies()
-			must(t, "read the cookies", err)
-			noJS, err := browser.NewContext(playwright.BrowserNewContextOptions{
-				JavaScriptEnabled: playwright.Bool(false),
-				Viewport:          &playwright.Size{Width: 390, Height: 844},
-			})
-			must(t, "open a context without JavaScript", err)
-			defer noJS.Close()
-			optional := make([]playwright.OptionalCookie, len(cookies))
-			for i, c := range cookies {
-				optional[i] = c.ToOptionalCookie()
-			}
-			must(t, "share the session", noJS.AddCookies(optional))
-			plain, err := noJS.NewPage()
-			must(t, "open a page without JavaScript", err)
+			plain := phonePageWithoutJS(t, bctx)
 			_, err = plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
 			must(t, "open the section's list", err)
 			wantBottomBar(t, plain, "checkout")
@@ -201,21 +187,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			viewportScreenshot(t, page, lang+"-phone-five-held")
 			wantPageEndShows(t, page, lang+"-phone-five-held")
 
-			cookies, err := bctx.Cookies()
-			must(t, "read the cookies", err)
-			noJS, err := browser.NewContext(playwright.BrowserNewContextOptions{
-				JavaScriptEnabled: playwright.Bool(false),
-				Viewport:          &playwright.Size{Width: 390, Height: 844},
-			})
-			must(t, "open a context without JavaScript", err)
-			defer noJS.Close()
-			optional := make([]playwright.OptionalCookie, len(cookies))
-			for i, c := range cookies {
-				optional[i] = c.ToOptionalCookie()
-			}
-			must(t, "share the session", noJS.AddCookies(optional))
-			plain, err := noJS.NewPage()
-			must(t, "open a page without JavaScript", err)
+			plain := phonePageWithoutJS(t, bctx)
 			_, err = plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
 			must(t, "open the section's list", err)
 			wantBottomBar(t, plain, "checkout")
@@ -455,4 +427,27 @@ func TestPhone_AmountRefusedAndLeft(t *testing.T) {
 			screenshot(t, page, lang+"-phone-queue-left")
 		})
 	}
+}
+
+// phonePageWithoutJS opens a page at a phone's size (390x844) in a new
+// browser context without JavaScript that shares bctx's cookies (the
+// session), closed when the test ends.
+func phonePageWithoutJS(t *testing.T, bctx playwright.BrowserContext) playwright.Page {
+	t.Helper()
+	cookies, err := bctx.Cookies()
+	must(t, "read the cookies", err)
+	noJS, err := browser.NewContext(playwright.BrowserNewContextOptions{
+		JavaScriptEnabled: playwright.Bool(false),
+		Viewport:          &playwright.Size{Width: 390, Height: 844},
+	})
+	must(t, "open a context without JavaScript", err)
+	t.Cleanup(func() { noJS.Close() })
+	optional := make([]playwright.OptionalCookie, len(cookies))
+	for i, c := range cookies {
+		optional[i] = c.ToOptionalCookie()
+	}
+	must(t, "share the session", noJS.AddCookies(optional))
+	plain, err := noJS.NewPage()
+	must(t, "open a page without JavaScript", err)
+	return plain
 }

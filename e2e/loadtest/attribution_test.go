@@ -65,23 +65,29 @@ func spin(d time.Duration) float64 {
 	return x
 }
 
-// TestProfileOwners takes a real CPU profile of this process while it
-// spins in package main and reads it back: the shares add up to one and
-// the spinning, charged to the product, is most of them.
-func TestProfileOwners(t *testing.T) {
+// spinProfile writes a CPU profile of this process spinning for d and
+// returns its path.
+func spinProfile(t *testing.T, d time.Duration) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "cpu.pb.gz")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer f.Close()
 	if err := pprof.StartCPUProfile(f); err != nil {
 		t.Fatal(err)
 	}
-	spin(500 * time.Millisecond)
+	spin(d)
 	pprof.StopCPUProfile()
-	f.Close()
+	return path
+}
 
-	shares, err := profileOwners(path)
+// TestProfileOwners takes a real CPU profile of this process while it
+// spins in package main and reads it back: the shares add up to one and
+// the spinning, charged to the product, is most of them.
+func TestProfileOwners(t *testing.T) {
+	shares, err := profileOwners(spinProfile(t, 500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,18 +160,7 @@ func TestAttribute(t *testing.T) {
 // TestFinish_AttributesMissedRates checks that the report's missed rate
 // targets get their attribution from their profile, and met ones none.
 func TestFinish_AttributesMissedRates(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "cpu.pb.gz")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		t.Fatal(err)
-	}
-	spin(200 * time.Millisecond)
-	pprof.StopCPUProfile()
-	f.Close()
+	path := spinProfile(t, 200*time.Millisecond)
 	split := &CPUSplit{Seconds: 1, Cores: 2, Requests: 1000, Server: CPUUse{User: 1}, Generator: CPUUse{User: 1}}
 	rep := &Report{Targets: []Target{
 		{Name: "missed", Met: ptr(false), Profile: path, CPU: split, Need: 5000},
