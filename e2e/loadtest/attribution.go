@@ -16,8 +16,10 @@ import (
 // step's rate is bounded from above as if the product's own code in the
 // server took no time and every idle core were used (Attribution.Bound).
 // When even that bound is below the target, the remaining time is outside
-// the product's code: the load generator, the kernel, Go's runtime and
-// libraries, Redis or PostgreSQL.
+// the product's Go code: in the load generator, the kernel, Go's runtime
+// and libraries, and Redis and PostgreSQL (which run the product's scripts
+// and statements: their share is the product's design too, which the
+// bound does not credit).
 
 // Owner names of a CPU profile's samples.
 const (
@@ -48,21 +50,22 @@ var components = []struct{ prefix, name string }{
 	{"github.com/andybalholm/brotli", "compression (gzip, brotli)"},
 	{"github.com/klauspost/compress", "compression (gzip, brotli)"},
 	{"github.com/prometheus/", "prometheus"},
-	{"github.com/nicksnyder/go-i18n", "go-i18n"},
-	{"golang.org/x/text", "go-i18n"},
+	{"github.com/nicksnyder/go-i18n", "go-i18n and x/text"},
+	{"golang.org/x/text", "go-i18n and x/text"},
 }
 
 // syscallEntries are the functions through which Go enters the kernel: a
 // sample whose innermost frame is one of them was taken in a system call.
 var syscallEntries = []string{
-	"internal/runtime/syscall", "syscall.", "runtime.futex", "runtime.epollwait",
+	"internal/runtime/syscall", "syscall.Syscall", "syscall.RawSyscall", "runtime.futex", "runtime.epollwait",
 	"runtime.usleep", "runtime.madvise", "runtime.mmap", "runtime.munmap",
 	"runtime.write1", "runtime.read", "runtime.osyield", "runtime.tgkill",
 }
 
 // packageOf returns the package path of a function name as pprof writes
 // it ("net/http.(*conn).serve" -> "net/http",
-// "github.com/a/b/c.F.func1" -> "github.com/a/b/c").
+// "github.com/a/b/c.F.func1" -> "github.com/a/b/c"; a dot in the last
+// element of a path is written %2e, "gopkg.in/yaml%2ev3.F").
 func packageOf(fn string) string {
 	slash := strings.LastIndexByte(fn, '/')
 	dot := strings.IndexByte(fn[slash+1:], '.')
@@ -112,29 +115,33 @@ type Share struct {
 
 // profileOwners reads a CPU profile (the pprof format of
 // /debug/pprof/profile) and returns its CPU time split by owner (ownerOf),
-// largest first. Errors: the file cannot be read or parsed, or holds no
-// CPU samples.
-func profileOwners(path string) ([]Share, error) {
+// largest first, its number of samples (one per 10 ms of CPU at Go's
+// default rate) and the seconds it covers. Errors: the file cannot be read
+// or parsed, or holds no CPU samples.
+func profileOwners(path string) (shares []Share, samples int, seconds float64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	defer f.Close()
 	p, err := profile.Parse(f)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, 0, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	col := -1
+	col, count := -1, -1
 	for i, st := range p.SampleType {
-		if st.Type == "cpu" {
+		switch st.Type {
+		case "cpu":
 			col = i
+		case "samples":
+			count = i
 		}
 	}
 	if col < 0 {
-		return nil, fmt.Errorf("%s: not a CPU profile", path)
+		return nil, 0, 0, fmt.Errorf("%s: not a CPU profile", path)
 	}
 	by := map[string]int64{}
-	var total int64
+	var total, n int64
 	var stack []string
 	for _, s := range p.Sample {
 		stack = stack[:0]
@@ -149,9 +156,12 @@ func profileOwners(path string) ([]Share, error) {
 		v := s.Value[col]
 		by[ownerOf(stack)] += v
 		total += v
+		if count >= 0 {
+			n += s.Value[count]
+		}
 	}
 	if total == 0 {
-		return nil, fmt.Errorf("%s: no CPU samples", path)
+		return nil, 0, 0, fmt.Errorf("%s: no CPU samples", path)
 	}
 	out := make([]Share, 0, len(by))
 	for o, v := range by {
@@ -166,8 +176,13 @@ func profileOwners(path string) ([]Share, error) {
 		}
 		return strings.Compare(a.Owner, b.Owner)
 	})
-	return out, nil
+	return out, int(n), float64(p.DurationNanos) / 1e9, nil
 }
+
+// minSamples is the fewest samples of a step's profile that attribute
+// splits: below it, a share of a few percent is one sample (a quick run's
+// steps give 10 to 20).
+const minSamples = 30
 
 // Attribution is where a missed target's step spent the machine, a
 // request at a time, and the most the step could reach without the
@@ -179,8 +194,11 @@ type Attribution struct {
 	Busy    float64 `json:"busy_us"`
 	Server  float64 `json:"server_us"`
 	Product float64 `json:"product_us"`
-	// Shares is the server's CPU profile by owner.
-	Shares []Share `json:"server_profile_shares"`
+	// Shares is the server's CPU profile by owner, from Samples samples
+	// over ProfileSeconds (the profile may outlast its step).
+	Shares         []Share `json:"server_profile_shares"`
+	Samples        int     `json:"server_profile_samples"`
+	ProfileSeconds float64 `json:"server_profile_s"`
 	// Bound is the step's rate, in requests a second, with the product's
 	// own code taking no time and every core of the machine busy:
 	// cores / (Busy - Product).
@@ -190,28 +208,33 @@ type Attribution struct {
 }
 
 // attribute computes a step's Attribution from its CPU split and the
-// server's CPU profile shares; need is the target's rate (requests a
-// second). ok is false when the split has no figure a request (no
-// requests, an error, or other requests beside).
-func attribute(c CPUSplit, shares []Share, need float64) (Attribution, bool) {
+// server's CPU profile shares (of samples samples over seconds); need is the target's
+// rate (requests a second). ok is false when the split has no figure a
+// request (no requests, an error, or other requests beside), or when the
+// figures cannot be (the busy time no more than the product's, as /proc's
+// 10 ms ticks can make it in a short step).
+func attribute(c CPUSplit, shares []Share, samples int, seconds, need float64) (Attribution, bool) {
 	if c.Requests == 0 || c.Err != "" || c.Beside != "" || c.Seconds <= 0 || c.Cores == 0 {
 		return Attribution{}, false
 	}
 	per := c.Seconds / float64(c.Requests) * 1e6
 	a := Attribution{
-		Busy:   (float64(c.Cores) - c.Idle - c.Steal) * per,
-		Server: c.Server.Total() * per,
-		Shares: shares,
-		Need:   need,
+		Busy:           (float64(c.Cores) - c.Idle - c.Steal) * per,
+		Server:         c.Server.Total() * per,
+		Shares:         shares,
+		Samples:        samples,
+		ProfileSeconds: seconds,
+		Need:           need,
 	}
 	for _, s := range shares {
 		if s.Owner == ownerProduct {
 			a.Product = s.Share * a.Server
 		}
 	}
-	if rest := a.Busy - a.Product; rest > 0 {
-		a.Bound = float64(c.Cores) / rest * 1e6
+	if a.Busy <= 0 || a.Busy <= a.Product {
+		return Attribution{}, false
 	}
+	a.Bound = float64(c.Cores) / (a.Busy - a.Product) * 1e6
 	return a, true
 }
 
@@ -229,18 +252,21 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	others += fmt.Sprintf(", other processes %.0f µs", us(c.Other))
 	var owners []string
 	for _, s := range a.Shares {
+		if s.Share < 0.005 {
+			continue
+		}
 		owners = append(owners, fmt.Sprintf("%s %.0f µs (%.0f%%)", s.Owner, s.Share*a.Server, s.Share*100))
 	}
 	lines := []string{
 		fmt.Sprintf("The machine's busy time a request: %.0f µs of CPU: the server %.0f µs, %s; softirq (loopback networking, also inside the processes' system time) %.0f µs",
 			a.Busy, a.Server, others, c.Softirq*per),
-		"The server's CPU profile by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): " + strings.Join(owners, ", "),
+		fmt.Sprintf("The server's CPU profile (%d samples over its %.0f s, the step being %.1f s of them) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
 	}
-	bound := fmt.Sprintf("With the product's own code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second, against %.0f that the target asks for", a.Product, a.Bound, a.Need)
+	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second, against %.0f that the target asks for", a.Product, a.Bound, a.Need)
 	if a.Bound < a.Need {
-		bound += ": the remaining time is outside the product's code (the load generator, the kernel, Go's runtime and libraries, Redis or PostgreSQL)"
+		bound += ": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
 	} else {
-		bound += ": the product's own code is enough of the time that the target is within its reach"
+		bound += ": the product's own Go code is enough of the time that the target is within its reach"
 	}
 	return append(lines, bound)
 }

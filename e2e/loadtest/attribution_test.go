@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -54,10 +55,19 @@ func TestPackageOf(t *testing.T) {
 }
 
 // spin burns CPU in this package (main, which ownerOf charges to the
-// product) until d has passed.
-func spin(d time.Duration) float64 {
+// product) until the process has used d more of it, so that a profile of
+// it holds about d/10 ms samples however busy the machine is.
+func spin(t *testing.T, d time.Duration) float64 {
+	t.Helper()
+	cpu := func() time.Duration {
+		var u syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
 	x := 0.0
-	for end := time.Now().Add(d); time.Now().Before(end); {
+	for end := cpu() + d; cpu() < end; {
 		for i := range 10000 {
 			x += math.Sqrt(float64(i))
 		}
@@ -78,7 +88,7 @@ func spinProfile(t *testing.T, d time.Duration) string {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		t.Fatal(err)
 	}
-	spin(d)
+	spin(t, d)
 	pprof.StopCPUProfile()
 	return path
 }
@@ -87,9 +97,12 @@ func spinProfile(t *testing.T, d time.Duration) string {
 // spins in package main and reads it back: the shares add up to one and
 // the spinning, charged to the product, is most of them.
 func TestProfileOwners(t *testing.T) {
-	shares, err := profileOwners(spinProfile(t, 500*time.Millisecond))
+	shares, samples, seconds, err := profileOwners(spinProfile(t, 500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if samples < 25 || seconds < 0.4 {
+		t.Errorf("a profile of 500 ms of CPU holds %d samples over %v s, want about 50 over at least 0.5 s", samples, seconds)
 	}
 	sum, product := 0.0, 0.0
 	for i, s := range shares {
@@ -108,7 +121,7 @@ func TestProfileOwners(t *testing.T) {
 		t.Errorf("the product's share of a profile spent spinning in package main = %v, want most of it: %v", product, shares)
 	}
 
-	if _, err := profileOwners(filepath.Join(t.TempDir(), "missing.pb.gz")); err == nil {
+	if _, _, _, err := profileOwners(filepath.Join(t.TempDir(), "missing.pb.gz")); err == nil {
 		t.Error("a missing profile: no error")
 	}
 	heap := filepath.Join(t.TempDir(), "heap.pb.gz")
@@ -120,7 +133,7 @@ func TestProfileOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	hf.Close()
-	if _, err := profileOwners(heap); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
+	if _, _, _, err := profileOwners(heap); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
 		t.Errorf("a heap profile: error %v, want not a CPU profile", err)
 	}
 }
@@ -131,7 +144,7 @@ func TestAttribute(t *testing.T) {
 	c := CPUSplit{Seconds: 2, Cores: 2, Requests: 10000, Idle: 0.2,
 		Server: CPUUse{User: 0.6, System: 0.2}, Redis: CPUUse{User: 0.3}, Generator: CPUUse{User: 0.7}}
 	shares := []Share{{"net/http", 0.5}, {ownerProduct, 0.25}, {ownerKernel, 0.25}}
-	a, ok := attribute(c, shares, 6000)
+	a, ok := attribute(c, shares, 500, 10, 6000)
 	if !ok {
 		t.Fatal("no attribution")
 	}
@@ -147,32 +160,44 @@ func TestAttribute(t *testing.T) {
 	if !strings.Contains(lines, "within its reach") {
 		t.Errorf("a bound over the need must say the target is within the product's reach:\n%s", lines)
 	}
-	if a, _ := attribute(c, shares, 7000); !strings.Contains(strings.Join(a.Lines(c), "\n"), "outside the product's code") {
+	if a, _ := attribute(c, shares, 500, 10, 7000); !strings.Contains(strings.Join(a.Lines(c), "\n"), "outside the product's Go code") {
 		t.Errorf("a bound under the need must place the time outside the product's code:\n%s", strings.Join(a.Lines(c), "\n"))
 	}
 	for _, bad := range []CPUSplit{{}, {Seconds: 2, Cores: 2, Requests: 10, Beside: "position polls"}, {Seconds: 2, Cores: 2, Requests: 10, Err: "no /proc"}} {
-		if _, ok := attribute(bad, shares, 1); ok {
+		if _, ok := attribute(bad, shares, 500, 10, 1); ok {
 			t.Errorf("attribute(%+v) made an attribution", bad)
 		}
+	}
+	// Idle read above the cores (/proc's ticks in a short step): the busy
+	// time is no more than the product's, and no bound can be made.
+	short := c
+	short.Idle = 2.5
+	if a, ok := attribute(short, shares, 500, 10, 6000); ok {
+		t.Errorf("busy time below zero: attribution %+v, want none", a)
 	}
 }
 
 // TestFinish_AttributesMissedRates checks that the report's missed rate
 // targets get their attribution from their profile, and met ones none.
 func TestFinish_AttributesMissedRates(t *testing.T) {
-	path := spinProfile(t, 200*time.Millisecond)
+	path := spinProfile(t, 600*time.Millisecond)
+	short := spinProfile(t, 100*time.Millisecond)
 	split := &CPUSplit{Seconds: 1, Cores: 2, Requests: 1000, Server: CPUUse{User: 1}, Generator: CPUUse{User: 1}}
 	rep := &Report{Targets: []Target{
 		{Name: "missed", Met: ptr(false), Profile: path, CPU: split, Need: 5000},
 		{Name: "met", Met: ptr(true), Profile: path, CPU: split, Need: 500},
+		{Name: "missed, short profile", Met: ptr(false), Profile: short, CPU: split, Need: 5000},
 	}}
 	b := &Bench{cfg: Config{Binary: os.Args[0]}, ui: newUI(false)}
 	b.explainMissed(rep)
-	if rep.Targets[0].Attribution == nil || rep.Targets[0].Attribution.Bound <= 0 {
-		t.Errorf("missed target: attribution %+v", rep.Targets[0].Attribution)
+	if a := rep.Targets[0].Attribution; a == nil || a.Bound <= 0 || a.Samples < minSamples {
+		t.Errorf("missed target: attribution %+v", a)
 	}
 	if rep.Targets[1].Attribution != nil {
 		t.Errorf("met target got an attribution: %+v", rep.Targets[1].Attribution)
+	}
+	if got := rep.Targets[2]; got.Attribution != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "fewer than 30") {
+		t.Errorf("a profile of about 10 samples: attribution %+v, notes %q; want none and a note", got.Attribution, got.Notes)
 	}
 }
 
