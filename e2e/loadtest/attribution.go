@@ -260,7 +260,7 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	lines := []string{
 		fmt.Sprintf("The machine's busy time a request: %.0f µs of CPU: the server %.0f µs, %s; softirq (loopback networking, also inside the processes' system time) %.0f µs",
 			a.Busy, a.Server, others, c.Softirq*per),
-		fmt.Sprintf("The server's CPU profile (%d samples over its %.0f s, the step being %.1f s of them) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
+		fmt.Sprintf("The server's CPU profile (%d samples over %.0f s; the step lasted %.1f s) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
 	}
 	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second, against %.0f that the target asks for", a.Product, a.Bound, a.Need)
 	if a.Bound < a.Need {
