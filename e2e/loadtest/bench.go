@@ -631,7 +631,7 @@ func (b *Bench) waiting(ctx context.Context) *Phase {
 	if sample > 0 {
 		d := delayStats(streamDelays)
 		p.delay("admission to the SSE \"admitted\" fragment", d)
-		p.note(fmt.Sprintf("SSE: %d streams, %d opened, %d saw their admission, %d position fragments in all; errors: %v", sample, streamOK, d.N, positions, streamErrs))
+		p.note(fmt.Sprintf("SSE: %d streams, %d opened, %d saw their admission, %d position fragments in all; errors: %s", sample, streamOK, d.N, positions, errorsText(streamErrs)))
 	}
 	for _, f := range b.fans {
 		if _, ok := adm[f.ID]; ok {

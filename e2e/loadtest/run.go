@@ -291,6 +291,9 @@ func (b *Bench) targets(r *Report) []Target {
 	default:
 		sell.Got = sellOutGot(sold, findPhase(r, "4."), broken, b.cfg.Fans)
 		sell.Met = ptr(b.selloutSoldOut && secs < 60 && broken == 0 && b.cfg.Fans >= 20000)
+		if b.cfg.Fans < 20000 {
+			sell.Met = nil // the target is the 20,000 fans; fewer may not sell the arena out
+		}
 		sell.Profile = b.profiles["sellout"]
 		for _, n := range sold.Notes {
 			if strings.HasPrefix(n, "the sell-out, from") || strings.HasPrefix(n, "PostgreSQL while") {
@@ -509,8 +512,8 @@ func (b *Bench) streams(ctx context.Context, limit uint64) *Phase {
 			errs[s.Err]++
 		}
 	}
-	p.figure("streams", fmt.Sprintf("%d of %d streams open after %.1f s, from %d source addresses (open-file limit %d); errors: %v",
-		b.streamsOpen, n, opened.Seconds(), b.cfg.SSEIPs, limit, errs), float64(b.streamsOpen))
+	p.figure("streams", fmt.Sprintf("%d of %d streams open after %.1f s, from %d source addresses (open-file limit %d); errors: %s",
+		b.streamsOpen, n, opened.Seconds(), b.cfg.SSEIPs, limit, errorsText(errs)), float64(b.streamsOpen))
 	// Every open stream should have its first position fragment within a tick or two.
 	time.Sleep(2*b.cfg.AdmissionTick + time.Second)
 	rss1, _, _ := memory(b.srv.Pid())
