@@ -39,11 +39,7 @@ func TestPendingOrder_Screens(t *testing.T) {
 	for i, lang := range []string{views.English, views.Korean} {
 		t.Run(lang, func(t *testing.T) {
 			bctx, page := newPageIn(t, "en-US")
-			_, err := page.Goto(a.URL + "/login")
-			must(t, "open log-in", err)
-			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
-			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
-			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			logInWithLang(t, a, bctx, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test", lang)
 			enter(t, a, page, hall)
 			labels := []string{"1층 C-8-" + strconv.Itoa(10+2*i), "1층 C-8-" + strconv.Itoa(11+2*i)}
 			holdAndCheckOut(t, a, page, labels...)
@@ -73,7 +69,7 @@ func TestPendingOrder_Screens(t *testing.T) {
 			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
 			must(t, "pay", page.GetByTestId("order-pay").Click())
 			must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
-			_, err = page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
+			_, err := page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
 			must(t, "choose the tampered amount", err)
 			must(t, "pay", page.GetByTestId("pg-pay").Click())
 			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))

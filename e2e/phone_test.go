@@ -27,11 +27,7 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			bctx, page := newPageIn(t, "en-US")
 			must(t, "resize", page.SetViewportSize(390, 844))
-			_, err := page.Goto(a.URL + "/login")
-			must(t, "open log-in", err)
-			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
-			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
-			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			logInWithLang(t, a, bctx, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test", lang)
 			enter(t, a, page, hall)
 			wantLang(t, page, lang)
 			// The header on one line: the brand and the log-out button side
@@ -163,11 +159,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 	for i, lang := range []string{views.English, views.Korean} {
 		t.Run(lang, func(t *testing.T) {
 			bctx, page := newPageIn(t, "en-US")
-			_, err := page.Goto(a.URL + "/login")
-			must(t, "open log-in", err)
-			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
-			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
-			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			logInWithLang(t, a, bctx, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test", lang)
 			enter(t, a, page, hall)
 			// Each language's fan holds seats of a row of their own.
 			row := "1층 C-" + strconv.Itoa(9+i) + "-"
@@ -188,7 +180,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantPageEndShows(t, page, lang+"-phone-five-held")
 
 			plain := phonePageWithoutJS(t, bctx)
-			_, err = plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
+			_, err := plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
 			must(t, "open the section's list", err)
 			wantBottomBar(t, plain, "checkout")
 			wantHeldSeatsFit(t, plain)
@@ -397,14 +389,10 @@ func TestPhone_AmountRefusedAndLeft(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			bctx, page := newPageIn(t, "en-US")
 			must(t, "resize", page.SetViewportSize(390, 844))
-			_, err := page.Goto(a.URL + "/login")
-			must(t, "open log-in", err)
-			submitLogin(t, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test")
-			must(t, "wait for home", page.WaitForURL(a.URL+"/"))
-			must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+			logInWithLang(t, a, bctx, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test", lang)
 			enter(t, a, page, hall)
 			holdAndCheckOut(t, a, page, "1층 C-5-"+strconv.Itoa(10+i))
-			_, err = page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
+			_, err := page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
 			must(t, "choose the tampered amount", err)
 			must(t, "pay", page.GetByTestId("pg-pay").Click())
 			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))

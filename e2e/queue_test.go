@@ -55,6 +55,17 @@ func login(t *testing.T, a *app, email string) playwright.Page {
 	return page
 }
 
+// logInWithLang logs page (of the browser context bctx) in as email, then
+// sets the language cookie to lang, as the language menu does.
+func logInWithLang(t *testing.T, a *app, bctx playwright.BrowserContext, page playwright.Page, email, lang string) {
+	t.Helper()
+	_, err := page.Goto(a.URL + "/login")
+	must(t, "open log-in", err)
+	submitLogin(t, page, email)
+	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
+}
+
 // submitLogin fills in the log-in form on page and sends it.
 func submitLogin(t *testing.T, page playwright.Page, email string) {
 	t.Helper()
