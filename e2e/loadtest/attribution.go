@@ -1,8 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"path"
 	"slices"
 	"strings"
 
@@ -21,12 +23,16 @@ import (
 // and statements: their share is the product's design too, which the
 // bound does not credit).
 
+// productPrefix is the product's package path prefix.
+const productPrefix = "github.com/boxoffice/boxoffice"
+
 // Owner names of a CPU profile's samples.
 const (
-	ownerProduct = "boxoffice's own code"
-	ownerKernel  = "the kernel (system calls)"
-	ownerRuntime = "Go's runtime alone (garbage collection, scheduler)"
-	ownerOther   = "other libraries"
+	ownerProduct     = "boxoffice's own code"
+	ownerKernel      = "the kernel (system calls)"
+	ownerRuntime     = "Go's runtime alone (garbage collection, scheduler)"
+	ownerOther       = "other libraries"
+	ownerCompression = "compression (gzip, brotli)"
 )
 
 // components are the code bases a sample can be charged to, by package
@@ -36,7 +42,7 @@ const (
 // caller that is one, as an allocation is charged to the code that asked
 // for it. The binary's package main is the product's too.
 var components = []struct{ prefix, name string }{
-	{"github.com/boxoffice/boxoffice", ownerProduct},
+	{productPrefix, ownerProduct},
 	{"net/http", "net/http"},
 	{"net/textproto", "net/http"},
 	{"vendor/golang.org/x/net/http", "net/http"},
@@ -46,9 +52,9 @@ var components = []struct{ prefix, name string }{
 	{"github.com/jackc/", "pgx"},
 	{"github.com/alexedwards/scs", "scs"},
 	{"github.com/a-h/templ", "templ"},
-	{"compress/", "compression (gzip, brotli)"},
-	{"github.com/andybalholm/brotli", "compression (gzip, brotli)"},
-	{"github.com/klauspost/compress", "compression (gzip, brotli)"},
+	{"compress/", ownerCompression},
+	{"github.com/andybalholm/brotli", ownerCompression},
+	{"github.com/klauspost/compress", ownerCompression},
 	{"github.com/prometheus/", "prometheus"},
 	{"github.com/nicksnyder/go-i18n", "go-i18n and x/text"},
 	{"golang.org/x/text", "go-i18n and x/text"},
@@ -106,27 +112,41 @@ func ownerOf(stack []string) string {
 	return ownerRuntime
 }
 
-// Share is one owner's part of a CPU profile: a fraction of its samples'
-// CPU time (0 to 1).
+// Share is one owner's part of a CPU profile (or, in ProfileSplit's
+// Functions, one function's): a fraction of its samples' CPU time (0 to 1).
 type Share struct {
 	Owner string  `json:"owner"`
 	Share float64 `json:"share"`
 }
 
+// ProfileSplit is a CPU profile's time split by owner.
+type ProfileSplit struct {
+	// Owners is the split by owner (ownerOf), largest first, adding up to
+	// one.
+	Owners []Share
+	// Functions is the product's part split by the innermost function of
+	// the product in each of its samples, largest first, as fractions of
+	// the whole profile (they add up to the product's share in Owners).
+	Functions []Share
+	// Samples is the number of samples (one per 10 ms of CPU at Go's
+	// default rate), Seconds the wall time the profile covers.
+	Samples int
+	Seconds float64
+}
+
 // profileOwners reads a CPU profile (the pprof format of
-// /debug/pprof/profile) and returns its CPU time split by owner (ownerOf),
-// largest first, its number of samples (one per 10 ms of CPU at Go's
-// default rate) and the seconds it covers. Errors: the file cannot be read
-// or parsed, or holds no CPU samples.
-func profileOwners(path string) (shares []Share, samples int, seconds float64, err error) {
+// /debug/pprof/profile) and returns its CPU time split by owner and the
+// product's part by function. Errors: the file cannot be read or parsed,
+// or holds no CPU samples.
+func profileOwners(path string) (ProfileSplit, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, 0, 0, err
+		return ProfileSplit{}, err
 	}
 	defer f.Close()
 	p, err := profile.Parse(f)
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("%s: %w", path, err)
+		return ProfileSplit{}, fmt.Errorf("%s: %w", path, err)
 	}
 	col, count := -1, -1
 	for i, st := range p.SampleType {
@@ -138,9 +158,9 @@ func profileOwners(path string) (shares []Share, samples int, seconds float64, e
 		}
 	}
 	if col < 0 {
-		return nil, 0, 0, fmt.Errorf("%s: not a CPU profile", path)
+		return ProfileSplit{}, fmt.Errorf("%s: not a CPU profile", path)
 	}
-	by := map[string]int64{}
+	by, fns := map[string]int64{}, map[string]int64{}
 	var total, n int64
 	var stack []string
 	for _, s := range p.Sample {
@@ -154,15 +174,37 @@ func profileOwners(path string) (shares []Share, samples int, seconds float64, e
 			}
 		}
 		v := s.Value[col]
-		by[ownerOf(stack)] += v
+		owner := ownerOf(stack)
+		by[owner] += v
+		if owner == ownerProduct {
+			fns[productFrame(stack)] += v
+		}
 		total += v
 		if count >= 0 {
 			n += s.Value[count]
 		}
 	}
 	if total == 0 {
-		return nil, 0, 0, fmt.Errorf("%s: no CPU samples", path)
+		return ProfileSplit{}, fmt.Errorf("%s: no CPU samples", path)
 	}
+	return ProfileSplit{Owners: sharesOf(by, total), Functions: sharesOf(fns, total), Samples: int(n), Seconds: float64(p.DurationNanos) / 1e9}, nil
+}
+
+// productFrame returns the innermost function of stack (innermost first)
+// that is the product's: its package is the product's or the binary's
+// main.
+func productFrame(stack []string) string {
+	for _, fn := range stack {
+		if pkg := packageOf(fn); pkg == "main" || strings.HasPrefix(pkg, productPrefix) {
+			return fn
+		}
+	}
+	return ""
+}
+
+// sharesOf turns CPU times by name into fractions of total, largest first
+// (ties by name).
+func sharesOf(by map[string]int64, total int64) []Share {
 	out := make([]Share, 0, len(by))
 	for o, v := range by {
 		out = append(out, Share{Owner: o, Share: float64(v) / float64(total)})
@@ -176,7 +218,7 @@ func profileOwners(path string) (shares []Share, samples int, seconds float64, e
 		}
 		return strings.Compare(a.Owner, b.Owner)
 	})
-	return out, int(n), float64(p.DurationNanos) / 1e9, nil
+	return out
 }
 
 // minSamples is the fewest samples of a step's profile that attribute
@@ -194,9 +236,11 @@ type Attribution struct {
 	Busy    float64 `json:"busy_us"`
 	Server  float64 `json:"server_us"`
 	Product float64 `json:"product_us"`
-	// Shares is the server's CPU profile by owner, from Samples samples
-	// over ProfileSeconds (the profile may outlast its step).
+	// Shares is the server's CPU profile by owner and Functions the
+	// product's part of it by function (ProfileSplit), from Samples
+	// samples over ProfileSeconds (the profile may outlast its step).
 	Shares         []Share `json:"server_profile_shares"`
+	Functions      []Share `json:"server_profile_product_functions"`
 	Samples        int     `json:"server_profile_samples"`
 	ProfileSeconds float64 `json:"server_profile_s"`
 	// Bound is the step's rate, in requests a second, with the product's
@@ -208,12 +252,12 @@ type Attribution struct {
 }
 
 // attribute computes a step's Attribution from its CPU split and the
-// server's CPU profile shares (of samples samples over seconds); need is the target's
-// rate (requests a second). ok is false when the split has no figure a
-// request (no requests, an error, or other requests beside), or when the
-// figures cannot be (the busy time no more than the product's, as /proc's
-// 10 ms ticks can make it in a short step).
-func attribute(c CPUSplit, shares []Share, samples int, seconds, need float64) (Attribution, bool) {
+// server's CPU profile split; need is the target's rate (requests a
+// second). ok is false when the split has no figure a request (no
+// requests, an error, or other requests beside), or when the figures
+// cannot be (the busy time no more than the product's, as /proc's 10 ms
+// ticks can make it in a short step).
+func attribute(c CPUSplit, p ProfileSplit, need float64) (Attribution, bool) {
 	if c.Requests == 0 || c.Err != "" || c.Beside != "" || c.Seconds <= 0 || c.Cores == 0 {
 		return Attribution{}, false
 	}
@@ -221,12 +265,13 @@ func attribute(c CPUSplit, shares []Share, samples int, seconds, need float64) (
 	a := Attribution{
 		Busy:           (float64(c.Cores) - c.Idle - c.Steal) * per,
 		Server:         c.Server.Total() * per,
-		Shares:         shares,
-		Samples:        samples,
-		ProfileSeconds: seconds,
+		Shares:         p.Owners,
+		Functions:      p.Functions,
+		Samples:        p.Samples,
+		ProfileSeconds: p.Seconds,
 		Need:           need,
 	}
-	for _, s := range shares {
+	for _, s := range p.Owners {
 		if s.Owner == ownerProduct {
 			a.Product = s.Share * a.Server
 		}
@@ -240,7 +285,7 @@ func attribute(c CPUSplit, shares []Share, samples int, seconds, need float64) (
 
 // Lines is the attribution in sentences for the report: the machine's
 // time a request by process and the server's by owner, then the bound
-// against the target, and what it says.
+// against the target, what it says, and the next step (NextStep).
 func (a Attribution) Lines(c CPUSplit) []string {
 	per := c.Seconds / float64(c.Requests) * 1e6
 	us := func(u CPUUse) float64 { return u.Total() * per }
@@ -268,5 +313,77 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	} else {
 		bound += ": the product's own Go code is enough of the time that the target is within its reach"
 	}
-	return append(lines, bound)
+	return append(lines, bound, a.NextStep(c))
+}
+
+// Names of the processes beside the server in NextStep.
+const (
+	whoGenerator = "the load generator"
+	whoRedis     = "Redis"
+	whoPostgres  = "PostgreSQL"
+	whoNginx     = "nginx"
+)
+
+// nextSteps says, for each taker of a step's time outside the product's Go
+// code, what would give the time back; a taker without one (another
+// library) is named alone.
+var nextSteps = map[string]string{
+	whoGenerator:     "run the load from a machine of its own, where its time would not take the server's cores (here it shares them)",
+	whoRedis:         "fewer commands in the step's scripts (the Redis line above names them by calls and time)",
+	whoPostgres:      "fewer statements and commits a request (pg_stat_statements, in the private PostgreSQL, names the heaviest); where its backends wait on WALWrite or WALSync (the wait events above), a faster disk for the WAL",
+	whoNginx:         "one instance without the proxy, or more cores for it",
+	ownerKernel:      "fewer system calls a request: fewer round trips to Redis and PostgreSQL, and more requests in each of their batches",
+	"net/http":       "fewer and smaller headers a request; the rest is net/http's own work for each HTTP/1.1 request, which the stack (echo v4 on net/http) fixes",
+	ownerRuntime:     "fewer allocations a request (allocs/op in `go test -bench`), which the garbage collector then has less to do for",
+	"go-redis":       "fewer commands a request through the Redis client",
+	"pgx":            "fewer statements a request, and more of them in each batch",
+	"scs":            "fewer session reads and writes a request",
+	ownerCompression: "fewer bytes to compress a request, or bodies compressed once and kept",
+}
+
+// NextStep is the report's next step for a missed target: when the bound
+// is below the need, the two largest takers of the step's time a request
+// outside the product's Go code (the processes beside the server, and the
+// server's time by owner other than the product) and what would give it
+// back (nextSteps); otherwise the product's own code, by its heaviest
+// functions in the profile.
+func (a Attribution) NextStep(c CPUSplit) string {
+	if a.Bound >= a.Need {
+		var fns []string
+		for _, f := range a.Functions {
+			if len(fns) == 3 || f.Share*a.Server < 0.5 {
+				break
+			}
+			fns = append(fns, fmt.Sprintf("%s %.0f µs", strings.TrimPrefix(f.Owner, path.Dir(productPrefix)+"/"), f.Share*a.Server))
+		}
+		step := fmt.Sprintf("Next step: the product's own Go code, %.0f µs a request", a.Product)
+		if len(fns) > 0 {
+			step += "; where it spends most (the innermost function of the product in each sample): " + strings.Join(fns, ", ")
+		}
+		return step
+	}
+	per := c.Seconds / float64(c.Requests) * 1e6
+	takers := []Share{
+		{whoGenerator, c.Generator.Total() * per},
+		{whoRedis, c.Redis.Total() * per},
+		{whoPostgres, c.Postgres.Total() * per},
+	}
+	if c.Nginx != nil {
+		takers = append(takers, Share{whoNginx, c.Nginx.Total() * per})
+	}
+	for _, s := range a.Shares {
+		if s.Owner != ownerProduct {
+			takers = append(takers, Share{s.Owner, s.Share * a.Server})
+		}
+	}
+	slices.SortStableFunc(takers, func(x, y Share) int { return cmp.Compare(y.Share, x.Share) })
+	var parts []string
+	for _, t := range takers[:2] {
+		part := fmt.Sprintf("%s, %.0f µs a request", t.Owner, t.Share)
+		if s, ok := nextSteps[t.Owner]; ok {
+			part += ": " + s
+		}
+		parts = append(parts, part)
+	}
+	return "Next step, where most of the time outside the product's Go code goes: " + strings.Join(parts, "; ")
 }

@@ -97,12 +97,13 @@ func spinProfile(t *testing.T, d time.Duration) string {
 // spins in package main and reads it back: the shares add up to one and
 // the spinning, charged to the product, is most of them.
 func TestProfileOwners(t *testing.T) {
-	shares, samples, seconds, err := profileOwners(spinProfile(t, 500*time.Millisecond))
+	split, err := profileOwners(spinProfile(t, 500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if samples < 25 || seconds < 0.4 {
-		t.Errorf("a profile of 500 ms of CPU holds %d samples over %v s, want about 50 over at least 0.5 s", samples, seconds)
+	shares := split.Owners
+	if split.Samples < 25 || split.Seconds < 0.4 {
+		t.Errorf("a profile of 500 ms of CPU holds %d samples over %v s, want about 50 over at least 0.5 s", split.Samples, split.Seconds)
 	}
 	sum, product := 0.0, 0.0
 	for i, s := range shares {
@@ -120,8 +121,15 @@ func TestProfileOwners(t *testing.T) {
 	if product < 0.5 {
 		t.Errorf("the product's share of a profile spent spinning in package main = %v, want most of it: %v", product, shares)
 	}
+	fns := 0.0
+	for _, f := range split.Functions {
+		fns += f.Share
+	}
+	if len(split.Functions) == 0 || !strings.HasSuffix(split.Functions[0].Owner, ".spin") || math.Abs(fns-product) > 1e-9 {
+		t.Errorf("the product's functions %v (adding up to %v), want spin first and the product's share %v in all", split.Functions, fns, product)
+	}
 
-	if _, _, _, err := profileOwners(filepath.Join(t.TempDir(), "missing.pb.gz")); err == nil {
+	if _, err := profileOwners(filepath.Join(t.TempDir(), "missing.pb.gz")); err == nil {
 		t.Error("a missing profile: no error")
 	}
 	heap := filepath.Join(t.TempDir(), "heap.pb.gz")
@@ -133,7 +141,7 @@ func TestProfileOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	hf.Close()
-	if _, _, _, err := profileOwners(heap); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
+	if _, err := profileOwners(heap); err == nil || !strings.Contains(err.Error(), "not a CPU profile") {
 		t.Errorf("a heap profile: error %v, want not a CPU profile", err)
 	}
 }
@@ -143,8 +151,9 @@ func TestAttribute(t *testing.T) {
 	// CPU a request, of which the server's 0.8 cores are 160 µs.
 	c := CPUSplit{Seconds: 2, Cores: 2, Requests: 10000, Idle: 0.2,
 		Server: CPUUse{User: 0.6, System: 0.2}, Redis: CPUUse{User: 0.3}, Generator: CPUUse{User: 0.7}}
-	shares := []Share{{"net/http", 0.5}, {ownerProduct, 0.25}, {ownerKernel, 0.25}}
-	a, ok := attribute(c, shares, 500, 10, 6000)
+	split := ProfileSplit{Owners: []Share{{"net/http", 0.5}, {ownerProduct, 0.25}, {ownerKernel, 0.25}},
+		Functions: []Share{{"main.serve", 0.15}, {"main.parse", 0.1}}, Samples: 500, Seconds: 10}
+	a, ok := attribute(c, split, 6000)
 	if !ok {
 		t.Fatal("no attribution")
 	}
@@ -160,11 +169,24 @@ func TestAttribute(t *testing.T) {
 	if !strings.Contains(lines, "within its reach") {
 		t.Errorf("a bound over the need must say the target is within the product's reach:\n%s", lines)
 	}
-	if a, _ := attribute(c, shares, 500, 10, 7000); !strings.Contains(strings.Join(a.Lines(c), "\n"), "outside the product's Go code") {
-		t.Errorf("a bound under the need must place the time outside the product's code:\n%s", strings.Join(a.Lines(c), "\n"))
+	// Within reach, the next step is the product's code by function: 0.15
+	// and 0.1 of the server's 160 µs.
+	if want := "Next step: the product's own Go code, 40 µs a request; where it spends most (the innermost function of the product in each sample): main.serve 24 µs, main.parse 16 µs"; !strings.Contains(lines, want) {
+		t.Errorf("within reach, the lines lack %q:\n%s", want, lines)
+	}
+	// Out of reach, the two largest takers outside the product's code: the
+	// generator's 0.7 cores (140 µs) and net/http's half of the server's
+	// 160 µs (80 µs), before Redis's 60 µs and the kernel's 40 µs.
+	out, _ := attribute(c, split, 7000)
+	lines = strings.Join(out.Lines(c), "\n")
+	if !strings.Contains(lines, "outside the product's Go code") {
+		t.Errorf("a bound under the need must place the time outside the product's code:\n%s", lines)
+	}
+	if want := "Next step, where most of the time outside the product's Go code goes: the load generator, 140 µs a request: " + nextSteps[whoGenerator] + "; net/http, 80 µs a request: " + nextSteps["net/http"]; !strings.Contains(lines, want) {
+		t.Errorf("out of reach, the lines lack %q:\n%s", want, lines)
 	}
 	for _, bad := range []CPUSplit{{}, {Seconds: 2, Cores: 2, Requests: 10, Beside: "position polls"}, {Seconds: 2, Cores: 2, Requests: 10, Err: "no /proc"}} {
-		if _, ok := attribute(bad, shares, 500, 10, 1); ok {
+		if _, ok := attribute(bad, split, 1); ok {
 			t.Errorf("attribute(%+v) made an attribution", bad)
 		}
 	}
@@ -172,7 +194,7 @@ func TestAttribute(t *testing.T) {
 	// time is no more than the product's, and no bound can be made.
 	short := c
 	short.Idle = 2.5
-	if a, ok := attribute(short, shares, 500, 10, 6000); ok {
+	if a, ok := attribute(short, split, 6000); ok {
 		t.Errorf("busy time below zero: attribution %+v, want none", a)
 	}
 }

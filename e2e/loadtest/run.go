@@ -156,14 +156,14 @@ func (b *Bench) explainMissed(rep *Report) {
 		if t.CPU == nil || t.Need <= 0 {
 			continue
 		}
-		shares, samples, seconds, err := profileOwners(t.Profile)
+		split, err := profileOwners(t.Profile)
 		switch {
 		case err != nil:
 			b.ui.Logf("profile of %s: %v", t.Name, err)
-		case samples < minSamples:
-			rep.Targets[i].Notes = append(rep.Targets[i].Notes, fmt.Sprintf("No split of the server's time by owner: the step's profile holds %d samples, fewer than %d (a full run's longer steps give enough)", samples, minSamples))
+		case split.Samples < minSamples:
+			rep.Targets[i].Notes = append(rep.Targets[i].Notes, fmt.Sprintf("No split of the server's time by owner: the step's profile holds %d samples, fewer than %d (a full run's longer steps give enough)", split.Samples, minSamples))
 		default:
-			if a, ok := attribute(*t.CPU, shares, samples, seconds, t.Need); ok {
+			if a, ok := attribute(*t.CPU, split, t.Need); ok {
 				rep.Targets[i].Attribution = &a
 			}
 		}
