@@ -330,7 +330,7 @@ const (
 var nextSteps = map[string]string{
 	whoGenerator:     "run the load from a machine of its own, where its time would not take the server's cores (here it shares them)",
 	whoRedis:         "fewer commands in the step's scripts (the Redis line above names them by calls and time)",
-	whoPostgres:      "fewer statements and commits a request (pg_stat_statements, in the private PostgreSQL, names the heaviest); where its backends wait on WALWrite or WALSync (the wait events above), a faster disk for the WAL",
+	whoPostgres:      "fewer statements and commits a request (pg_stat_statements names the heaviest: README, Performance); where its backends wait on WALWrite or WALSync (the wait events above), a faster disk for the WAL",
 	whoNginx:         "one instance without the proxy, or more cores for it",
 	ownerKernel:      "fewer system calls a request: fewer round trips to Redis and PostgreSQL, and more requests in each of their batches",
 	"net/http":       "fewer and smaller headers a request; the rest is net/http's own work for each HTTP/1.1 request, which the stack (echo v4 on net/http) fixes",
