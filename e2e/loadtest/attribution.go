@@ -307,11 +307,15 @@ func (a Attribution) Lines(c CPUSplit) []string {
 			a.Busy, a.Server, others, c.Softirq*per),
 		fmt.Sprintf("The server's CPU profile (%d samples over %.0f s; the step lasted %.1f s) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
 	}
-	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second, against %.0f that the target asks for", a.Product, a.Bound, a.Need)
-	if a.Bound < a.Need {
-		bound += ": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
-	} else {
-		bound += ": the product's own Go code is enough of the time that the target is within its reach"
+	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second", a.Product, a.Bound)
+	switch {
+	case a.Need <= 0:
+		bound += " (the target is a latency, not a rate: the bound gives no verdict on it)"
+	case a.Bound < a.Need:
+		bound += fmt.Sprintf(", against %.0f that the target asks for", a.Need) +
+			": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
+	default:
+		bound += fmt.Sprintf(", against %.0f that the target asks for: the product's own Go code is enough of the time that the target is within its reach", a.Need)
 	}
 	return append(lines, bound, a.NextStep(c))
 }
@@ -341,26 +345,17 @@ var nextSteps = map[string]string{
 	ownerCompression: "fewer bytes to compress a request, or bodies compressed once and kept",
 }
 
-// NextStep is the report's next step for a missed target: when the bound
-// is below the need, the two largest takers of the step's time a request
-// outside the product's Go code (the processes beside the server, and the
-// server's time by owner other than the product) and what would give it
-// back (nextSteps); otherwise the product's own code, by its heaviest
-// functions in the profile.
+// NextStep is the report's next step for a missed target. For a rate whose
+// bound is at or above the need: the product's own code, by its heaviest
+// functions in the profile. For a rate whose bound is below it: the two
+// largest takers of the step's time a request outside the product's Go
+// code (the processes beside the server, and the server's time by owner
+// other than the product) and what would give it back (nextSteps). For a
+// latency (no need): the two largest takers, the product's code among
+// them.
 func (a Attribution) NextStep(c CPUSplit) string {
-	if a.Bound >= a.Need {
-		var fns []string
-		for _, f := range a.Functions {
-			if len(fns) == 3 || f.Share*a.Server < 0.5 {
-				break
-			}
-			fns = append(fns, fmt.Sprintf("%s %.0f µs", strings.TrimPrefix(f.Owner, path.Dir(productPrefix)+"/"), f.Share*a.Server))
-		}
-		step := fmt.Sprintf("Next step: the product's own Go code, %.0f µs a request", a.Product)
-		if len(fns) > 0 {
-			step += "; where it spends most (the innermost function of the product in each sample): " + strings.Join(fns, ", ")
-		}
-		return step
+	if a.Need > 0 && a.Bound >= a.Need {
+		return "Next step: " + a.productStep()
 	}
 	per := c.Seconds / float64(c.Requests) * 1e6
 	takers := []Share{
@@ -372,18 +367,42 @@ func (a Attribution) NextStep(c CPUSplit) string {
 		takers = append(takers, Share{whoNginx, c.Nginx.Total() * per})
 	}
 	for _, s := range a.Shares {
-		if s.Owner != ownerProduct {
+		if s.Owner != ownerProduct || a.Need <= 0 {
 			takers = append(takers, Share{s.Owner, s.Share * a.Server})
 		}
 	}
 	slices.SortStableFunc(takers, func(x, y Share) int { return cmp.Compare(y.Share, x.Share) })
 	var parts []string
 	for _, t := range takers[:2] {
-		part := fmt.Sprintf("%s, %.0f µs a request", t.Owner, t.Share)
-		if s, ok := nextSteps[t.Owner]; ok {
-			part += ": " + s
+		switch s, ok := nextSteps[t.Owner]; {
+		case t.Owner == ownerProduct:
+			parts = append(parts, a.productStep())
+		case ok:
+			parts = append(parts, fmt.Sprintf("%s, %.0f µs a request: %s", t.Owner, t.Share, s))
+		default:
+			parts = append(parts, fmt.Sprintf("%s, %.0f µs a request", t.Owner, t.Share))
 		}
-		parts = append(parts, part)
+	}
+	if a.Need <= 0 {
+		return "Next step, where most of the step's time goes: " + strings.Join(parts, "; ")
 	}
 	return "Next step, where most of the time outside the product's Go code goes: " + strings.Join(parts, "; ")
+}
+
+// productStep names the product's own Go code's time a request and the
+// functions that take most of it (the innermost function of the product in
+// each sample), up to three of at least half a microsecond.
+func (a Attribution) productStep() string {
+	var fns []string
+	for _, f := range a.Functions {
+		if len(fns) == 3 || f.Share*a.Server < 0.5 {
+			break
+		}
+		fns = append(fns, fmt.Sprintf("%s %.0f µs", strings.TrimPrefix(f.Owner, path.Dir(productPrefix)+"/"), f.Share*a.Server))
+	}
+	step := fmt.Sprintf("the product's own Go code, %.0f µs a request", a.Product)
+	if len(fns) > 0 {
+		step += ", where it spends most (the innermost function of the product in each sample): " + strings.Join(fns, ", ")
+	}
+	return step
 }

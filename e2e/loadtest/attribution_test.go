@@ -171,7 +171,7 @@ func TestAttribute(t *testing.T) {
 	}
 	// Within reach, the next step is the product's code by function: 0.15
 	// and 0.1 of the server's 160 µs.
-	if want := "Next step: the product's own Go code, 40 µs a request; where it spends most (the innermost function of the product in each sample): main.serve 24 µs, main.parse 16 µs"; !strings.Contains(lines, want) {
+	if want := "Next step: the product's own Go code, 40 µs a request, where it spends most (the innermost function of the product in each sample): main.serve 24 µs, main.parse 16 µs"; !strings.Contains(lines, want) {
 		t.Errorf("within reach, the lines lack %q:\n%s", want, lines)
 	}
 	// Out of reach, the two largest takers outside the product's code: the
@@ -184,6 +184,23 @@ func TestAttribute(t *testing.T) {
 	}
 	if want := "Next step, where most of the time outside the product's Go code goes: the load generator, 140 µs a request: " + nextSteps[whoGenerator] + "; net/http, 80 µs a request: " + nextSteps["net/http"]; !strings.Contains(lines, want) {
 		t.Errorf("out of reach, the lines lack %q:\n%s", want, lines)
+	}
+	// A latency target (no need): no verdict, and the product's code is
+	// among the takers: the generator's 140 µs, then net/http's 80 µs,
+	// before the product's 40 µs. Without the generator's and Redis's
+	// time, the product comes second, after net/http (and before the
+	// kernel's 40 µs, which follows it in the profile's order).
+	lat, _ := attribute(c, split, 0)
+	lines = strings.Join(lat.Lines(c), "\n")
+	if strings.Contains(lines, "within its reach") || strings.Contains(lines, "outside the product's Go code") || !strings.Contains(lines, "the bound gives no verdict") {
+		t.Errorf("a latency target's lines must give the bound without a verdict:\n%s", lines)
+	}
+	idle := c
+	idle.Generator, idle.Redis = CPUUse{}, CPUUse{}
+	lat, _ = attribute(idle, split, 0)
+	want := "Next step, where most of the step's time goes: net/http, 80 µs a request: " + nextSteps["net/http"] + "; the product's own Go code, 40 µs a request, where it spends most"
+	if got := lat.NextStep(idle); !strings.HasPrefix(got, want) {
+		t.Errorf("a latency target's next step:\n%s\nwant it to start with\n%s", got, want)
 	}
 	for _, bad := range []CPUSplit{{}, {Seconds: 2, Cores: 2, Requests: 10, Beside: "position polls"}, {Seconds: 2, Cores: 2, Requests: 10, Err: "no /proc"}} {
 		if _, ok := attribute(bad, split, 1); ok {

@@ -140,9 +140,9 @@ func (b *Bench) finish(ctx context.Context, rep *Report) error {
 }
 
 // explainMissed gives each missed target with a profile its profile's
-// `go tool pprof -top`, and a missed rate (Need) with the step's CPU split
-// its Attribution: where the time went, and whether the product's own
-// code could close the gap.
+// `go tool pprof -top`, and one with the step's CPU split its
+// Attribution: where the time went, whether the product's own code could
+// close the gap of a rate (Need), and the next step.
 func (b *Bench) explainMissed(rep *Report) {
 	for i, t := range rep.Targets {
 		if t.Met == nil || *t.Met || t.Profile == "" {
@@ -153,7 +153,7 @@ func (b *Bench) explainMissed(rep *Report) {
 			top = err.Error()
 		}
 		rep.Targets[i].Top = top
-		if t.CPU == nil || t.Need <= 0 {
+		if t.CPU == nil {
 			continue
 		}
 		split, err := profileOwners(t.Profile)
