@@ -151,8 +151,10 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 // sideways swipe: the held seats' list is no wider than the bar, and each
 // seat's Release button or "Awaiting payment" link lies within the screen,
 // with the map's script and without JavaScript (the section's list).
+// On a desktop (1280 × 800) each seat's button or link is one line in the
+// side's narrow column.
 // Screenshots: e2e/screenshots/<lang>-phone-five-held, -phone-five-held-nojs
-// and <lang>-desktop-five-held.
+// and <lang>-desktop-five-held (the whole page; -1280x800 the screen).
 func TestPhone_FiveHeldSeats(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=200ms")
 	hall := demoEvents(t, a)[demo.HallName]
@@ -171,7 +173,11 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			must(t, "hold", page.GetByTestId("hold-submit").Click())
 			must(t, "wait for the 5 held seats", page.Locator(`[data-testid=held-seats] li`).Nth(4).WaitFor())
 			must(t, "wait for the order's link", page.GetByTestId("in-order-"+row+"10").WaitFor())
+			must(t, "resize", page.SetViewportSize(1280, 800))
+			wantHeldControlsOneLine(t, page)
 			screenshot(t, page, lang+"-desktop-five-held")
+			must(t, "scroll to the check-out button", page.GetByTestId("checkout").ScrollIntoViewIfNeeded())
+			viewportScreenshot(t, page, lang+"-desktop-five-held-1280x800")
 
 			must(t, "resize", page.SetViewportSize(390, 844))
 			wantBottomBar(t, page, "checkout")
@@ -190,6 +196,23 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			must(t, "open the seat map without JavaScript", err)
 			wantPageEndShows(t, plain, lang+"-phone-map-nojs")
 		})
+	}
+}
+
+// wantHeldControlsOneLine checks that each held seat's Release button and
+// order link sets its words on one line: the line boxes of its text all
+// start at one height.
+func wantHeldControlsOneLine(t *testing.T, page playwright.Page) {
+	t.Helper()
+	got, err := page.GetByTestId("held-seats").First().Evaluate(`list => [...list.querySelectorAll("button, a")].map(el => {
+		const range = document.createRange();
+		range.selectNodeContents(el);
+		const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+		return lines.size === 1 ? "" : el.dataset.testid + " " + JSON.stringify(el.textContent.trim()) + " on " + lines.size + " lines";
+	}).filter(Boolean)`, nil)
+	must(t, "measure the held seats' buttons", err)
+	if wrapped, _ := got.([]any); len(wrapped) > 0 {
+		t.Errorf("held seats' controls wrap: %v, want each on one line", wrapped)
 	}
 }
 
