@@ -152,9 +152,11 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 // seat's Release button or "Awaiting payment" link lies within the screen,
 // with the map's script and without JavaScript (the section's list).
 // On a desktop (1280 × 800) each seat's button or link is one line in the
-// side's narrow column.
-// Screenshots: e2e/screenshots/<lang>-phone-five-held, -phone-five-held-nojs
-// and <lang>-desktop-five-held (the whole page; -1280x800 the screen).
+// side's narrow column. Without JavaScript the map page, which has no hold
+// panel, draws no bar.
+// Screenshots: e2e/screenshots/<lang>-phone-five-held, -phone-five-held-nojs,
+// <lang>-phone-map-nojs-<width>x<height> and <lang>-desktop-five-held (the
+// whole page; -1280x800 the screen).
 func TestPhone_FiveHeldSeats(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=200ms")
 	hall := demoEvents(t, a)[demo.HallName]
@@ -194,8 +196,53 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantPageEndShows(t, plain, lang+"-phone-five-held-nojs")
 			_, err = plain.Goto(a.URL + views.SeatsURL(hall))
 			must(t, "open the seat map without JavaScript", err)
-			wantPageEndShows(t, plain, lang+"-phone-map-nojs")
+			wantNoBar(t, plain, lang+"-phone-map-nojs")
 		})
+	}
+}
+
+// Without JavaScript, a fan who holds no seats opens the seat map at a
+// phone's size: the page ends with its list of sections and its footer, no
+// empty hold bar below them (the fan's panel comes by script, so the map
+// page's bar has nothing to show). Screenshots:
+// e2e/screenshots/en-phone-map-nojs-empty-<width>x<height>.
+func TestPhone_MapWithoutJSHasNoBar(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[demo.HallName]
+	bctx, page := newPageIn(t, "en-US")
+	logInWithLang(t, a, bctx, page, "fan3@boxoffice.test", views.English)
+	enter(t, a, page, hall)
+	plain := phonePageWithoutJS(t, bctx)
+	_, err := plain.Goto(a.URL + views.SeatsURL(hall))
+	must(t, "open the seat map without JavaScript", err)
+	wantNoBar(t, plain, "en-phone-map-nojs-empty")
+}
+
+// wantNoBar checks, at a short phone's 375 × 667 and a phone's 390 × 844,
+// that the page draws no hold bar (it has nothing in it) and shows its
+// footer at its end. It leaves the viewport at 390 × 844. Screenshots:
+// e2e/screenshots/<name>-<width>x<height>, scrolled to the end.
+func wantNoBar(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	for _, size := range [][2]int{{375, 667}, {390, 844}} {
+		must(t, "resize", page.SetViewportSize(size[0], size[1]))
+		got, err := page.Evaluate(`() => {
+			window.scrollTo(0, document.documentElement.scrollHeight);
+			const bar = document.querySelector("[data-testid=hold-bar]");
+			const footer = document.querySelector("body > footer").getBoundingClientRect();
+			const faults = [];
+			if (bar && bar.getClientRects().length > 0) {
+				const b = bar.getBoundingClientRect();
+				faults.push("a hold bar at " + JSON.stringify([Math.round(b.top), Math.round(b.bottom)]) + " holding " + JSON.stringify(bar.innerText.trim()));
+			}
+			if (footer.bottom > innerHeight + 0.5) faults.push("the footer ends at " + Math.round(footer.bottom) + " px");
+			return faults;
+		}`)
+		must(t, "look for the hold bar", err)
+		if faults, _ := got.([]any); len(faults) > 0 {
+			t.Errorf("at %d × %d scrolled to the end: %v; want no bar and the footer in sight", size[0], size[1], faults)
+		}
+		viewportScreenshot(t, page, fmt.Sprintf("%s-%dx%d", name, size[0], size[1]))
 	}
 }
 
