@@ -150,13 +150,15 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 // awaiting payment, reads every held seat in the bottom bar without a
 // sideways swipe: the held seats' list is no wider than the bar, and each
 // seat's Release button or "Awaiting payment" link lies within the screen,
-// with the map's script and without JavaScript (the section's list).
-// On a desktop (1280 × 800) each seat's button or link is one line in the
-// side's narrow column. Without JavaScript the map page, which has no hold
-// panel, draws no bar.
+// with the map's script and without JavaScript (the section's list). On a
+// short phone (375 × 667) as on a tall one the check-out button stays in
+// the bar in sight, the held seats' list scrolling in the bar to reach each
+// seat. On a desktop (1280 × 800) each seat's button or link is one line
+// in the side's narrow column. Without JavaScript the map page, which has
+// no hold panel, draws no bar.
 // Screenshots: e2e/screenshots/<lang>-phone-five-held, -phone-five-held-nojs,
-// <lang>-phone-map-nojs-<width>x<height> and <lang>-desktop-five-held (the
-// whole page; -1280x800 the screen).
+// their -<width>x<height> views, <lang>-phone-map-nojs-<width>x<height> and
+// <lang>-desktop-five-held (the whole page; -1280x800 the screen).
 func TestPhone_FiveHeldSeats(t *testing.T) {
 	a := startApp(t, "ADMISSION_TICK=200ms")
 	hall := demoEvents(t, a)[demo.HallName]
@@ -185,6 +187,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantBottomBar(t, page, "checkout")
 			wantHeldSeatsFit(t, page)
 			viewportScreenshot(t, page, lang+"-phone-five-held")
+			wantCheckoutInSight(t, page, lang+"-phone-five-held")
 			wantPageEndShows(t, page, lang+"-phone-five-held")
 
 			plain := phonePageWithoutJS(t, bctx)
@@ -193,6 +196,7 @@ func TestPhone_FiveHeldSeats(t *testing.T) {
 			wantBottomBar(t, plain, "checkout")
 			wantHeldSeatsFit(t, plain)
 			viewportScreenshot(t, plain, lang+"-phone-five-held-nojs")
+			wantCheckoutInSight(t, plain, lang+"-phone-five-held-nojs")
 			wantPageEndShows(t, plain, lang+"-phone-five-held-nojs")
 			_, err = plain.Goto(a.URL + views.SeatsURL(hall))
 			must(t, "open the seat map without JavaScript", err)
@@ -216,6 +220,55 @@ func TestPhone_MapWithoutJSHasNoBar(t *testing.T) {
 	_, err := plain.Goto(a.URL + views.SeatsURL(hall))
 	must(t, "open the seat map without JavaScript", err)
 	wantNoBar(t, plain, "en-phone-map-nojs-empty")
+}
+
+// wantCheckoutInSight checks, at a short phone's 375 × 667 and a phone's
+// 390 × 844 with the page scrolled halfway, that the check-out button lies
+// inside the hold bar and the screen, on top (no part of the page or of
+// the bar over its middle), with the bar itself not scrolled; and that
+// each held seat's Release button or order link can be brought into the
+// bar's sight by scrolling the held seats' list alone, the check-out
+// button staying where it was. It leaves the viewport at 390 × 844.
+// Screenshots: e2e/screenshots/<name>-<width>x<height>.
+func wantCheckoutInSight(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	for _, size := range [][2]int{{375, 667}, {390, 844}} {
+		must(t, "resize", page.SetViewportSize(size[0], size[1]))
+		got, err := page.Evaluate(`() => {
+			window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) / 2);
+			const bar = document.querySelector("[data-testid=hold-bar]");
+			const checkout = bar.querySelector("[data-testid=checkout]");
+			const where = () => {
+				const b = bar.getBoundingClientRect(), c = checkout.getBoundingClientRect();
+				const hit = document.elementFromPoint(c.left + c.width / 2, c.top + c.height / 2);
+				return c.top < b.top - 0.5 || c.bottom > b.bottom + 0.5 || c.top < 0 || c.bottom > innerHeight + 0.5 || !hit || !checkout.contains(hit)
+					? "the check-out button at " + JSON.stringify([Math.round(c.top), Math.round(c.bottom)]) +
+						" in the bar at " + JSON.stringify([Math.round(b.top), Math.round(b.bottom)]) + ", under " + (hit ? hit.outerHTML.slice(0, 60) : "nothing")
+					: "";
+			};
+			const faults = [where()];
+			if (bar.scrollTop !== 0) faults.push("the bar scrolled by " + bar.scrollTop + " px");
+			const list = bar.querySelector("[data-testid=held-seats]");
+			for (const li of list.querySelectorAll("li")) {
+				const control = li.querySelector("button, a");
+				control.scrollIntoView({block: "nearest"});
+				const r = control.getBoundingClientRect(), l = list.getBoundingClientRect(), b = bar.getBoundingClientRect();
+				if (r.top < Math.max(l.top, b.top, 0) - 0.5 || r.bottom > Math.min(l.bottom, b.bottom, innerHeight) + 0.5) {
+					faults.push(li.dataset.seat + "'s control at " + JSON.stringify([Math.round(r.top), Math.round(r.bottom)]) +
+						" out of the list's sight " + JSON.stringify([Math.round(l.top), Math.round(l.bottom)]));
+				}
+				faults.push(where());
+			}
+			list.scrollTop = 0;
+			window.scrollTo(0, (document.documentElement.scrollHeight - innerHeight) / 2);
+			return [...new Set(faults.filter(Boolean))];
+		}`)
+		must(t, "look for the check-out button", err)
+		if faults, _ := got.([]any); len(faults) > 0 {
+			t.Errorf("at %d × %d with five held seats: %v; want the check-out button in the bar in sight and every seat within reach of the list's scroll", size[0], size[1], faults)
+		}
+		viewportScreenshot(t, page, fmt.Sprintf("%s-%dx%d", name, size[0], size[1]))
+	}
 }
 
 // wantNoBar checks, at a short phone's 375 × 667 and a phone's 390 × 844,
