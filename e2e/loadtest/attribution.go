@@ -60,12 +60,23 @@ var components = []struct{ prefix, name string }{
 	{"golang.org/x/text", "go-i18n and x/text"},
 }
 
-// syscallEntries are the functions through which Go enters the kernel: a
-// sample whose innermost frame is one of them was taken in a system call.
-var syscallEntries = []string{
-	"internal/runtime/syscall", "syscall.Syscall", "syscall.RawSyscall", "runtime.futex", "runtime.epollwait",
-	"runtime.usleep", "runtime.madvise", "runtime.mmap", "runtime.munmap",
-	"runtime.write1", "runtime.read", "runtime.osyield", "runtime.tgkill",
+// syscallPackage holds Go's system call stubs (Syscall6 and the wrappers
+// such as EpollWait that it ends in).
+const syscallPackage = "internal/runtime/syscall/"
+
+// syscallEntries are the other functions through which Go enters the
+// kernel (the runtime's and package syscall's assembly stubs on linux), by
+// their whole names: a sample whose innermost frame is one of them, or in
+// syscallPackage, was taken in a system call. Whole names, since runtime
+// functions of Go code begin like them (runtime.ready, runtime.readgstatus
+// and runtime.readvarint like runtime.read; runtime.futexsleep like
+// runtime.futex).
+var syscallEntries = map[string]bool{
+	"syscall.Syscall": true, "syscall.Syscall6": true, "syscall.RawSyscall": true, "syscall.RawSyscall6": true,
+	"syscall.rawSyscallNoError": true, "syscall.rawVforkSyscall": true,
+	"runtime.futex": true, "runtime.epollwait": true, "runtime.usleep": true, "runtime.madvise": true,
+	"runtime.mmap": true, "runtime.sysMmap": true, "runtime.munmap": true, "runtime.sysMunmap": true,
+	"runtime.write1": true, "runtime.read": true, "runtime.osyield": true, "runtime.tgkill": true,
 }
 
 // packageOf returns the package path of a function name as pprof writes
@@ -90,10 +101,8 @@ func ownerOf(stack []string) string {
 	if len(stack) == 0 {
 		return ownerRuntime
 	}
-	for _, e := range syscallEntries {
-		if strings.HasPrefix(stack[0], e) {
-			return ownerKernel
-		}
+	if syscallEntries[stack[0]] || strings.HasPrefix(stack[0], syscallPackage) {
+		return ownerKernel
 	}
 	for _, fn := range stack {
 		pkg := packageOf(fn)

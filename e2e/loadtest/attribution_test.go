@@ -35,6 +35,35 @@ func TestOwnerOf(t *testing.T) {
 	}
 }
 
+// TestOwnerOf_SyscallEntriesExactly checks that a sample is charged to the
+// kernel only when its innermost frame is a system call's own stub, not a
+// runtime function whose name merely begins like one (runtime.ready,
+// which wakes a goroutine, is no runtime.read; runtime.futexsleep's own
+// time is Go code around the runtime.futex it calls).
+func TestOwnerOf_SyscallEntriesExactly(t *testing.T) {
+	for _, stack := range [][]string{
+		{"runtime.ready", "runtime.goready.func1", "runtime.systemstack"},
+		{"runtime.readgstatus", "runtime.casgstatus", "runtime.execute"},
+		{"runtime.readvarint", "runtime.step", "runtime.pcvalue"},
+		{"runtime.readUnaligned64", "runtime.memhashFallback"},
+		{"runtime.futexsleep", "runtime.notesleep"},
+	} {
+		if got := ownerOf(stack); got != ownerRuntime {
+			t.Errorf("ownerOf(%q) = %q, want %q", stack, got, ownerRuntime)
+		}
+	}
+	for _, stack := range [][]string{
+		{"runtime.read", "runtime.netpollBreak"},
+		{"runtime.sysMmap", "runtime.mmap", "runtime.sysAllocOS"},
+		{"syscall.rawSyscallNoError", "syscall.Getpid"},
+		{"internal/runtime/syscall/linux.Syscall6", "internal/runtime/syscall/linux.EpollWait", "runtime.netpoll"},
+	} {
+		if got := ownerOf(stack); got != ownerKernel {
+			t.Errorf("ownerOf(%q) = %q, want %q", stack, got, ownerKernel)
+		}
+	}
+}
+
 func TestPackageOf(t *testing.T) {
 	for fn, want := range map[string]string{
 		"net/http.(*conn).serve":                               "net/http",
