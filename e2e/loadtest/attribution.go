@@ -320,6 +320,8 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	switch {
 	case a.Need <= 0:
 		bound += " (the target is a latency, not a rate: the bound gives no verdict on it)"
+	case a.idleBound() >= a.Need:
+		bound += fmt.Sprintf(", against %.0f that the target asks for; with the product's code as it is, every core busy would reach %.0f, over it too: the rate was lost to idle cores, not to any code's CPU time", a.Need, a.idleBound())
 	case a.Bound < a.Need:
 		bound += fmt.Sprintf(", against %.0f that the target asks for", a.Need) +
 			": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
@@ -335,6 +337,7 @@ const (
 	whoRedis     = "Redis"
 	whoPostgres  = "PostgreSQL"
 	whoNginx     = "nginx"
+	whoOther     = "other processes"
 )
 
 // nextSteps says, for each taker of a step's time outside the product's Go
@@ -345,6 +348,7 @@ var nextSteps = map[string]string{
 	whoRedis:         "fewer commands in the step's scripts (the Redis line above names them by calls and time)",
 	whoPostgres:      "fewer statements and commits a request (pg_stat_statements names the heaviest: README, Performance); where its backends wait on WALWrite or WALSync (the wait events above), a faster disk for the WAL",
 	whoNginx:         "one instance without the proxy, or more cores for it",
+	whoOther:         "a quiet machine: they are neither the server nor Redis, PostgreSQL or the generator (another program, kernel threads), and the bound above counts their time as the step's",
 	ownerKernel:      "fewer system calls a request: fewer round trips to Redis and PostgreSQL, and more requests in each of their batches",
 	"net/http":       "fewer and smaller headers a request; the rest is net/http's own work for each HTTP/1.1 request, which the stack (echo v4 on net/http) fixes",
 	ownerRuntime:     "fewer allocations a request (allocs/op in `go test -bench`), which the garbage collector then has less to do for",
@@ -354,15 +358,24 @@ var nextSteps = map[string]string{
 	ownerCompression: "fewer bytes to compress a request, or bodies compressed once and kept",
 }
 
-// NextStep is the report's next step for a missed target. For a rate whose
-// bound is at or above the need: the product's own code, by its heaviest
-// functions in the profile. For a rate whose bound is below it: the two
+// NextStep is the report's next step for a missed target. For a rate that
+// every core busy would reach with the product's code as it is: the idle
+// cores (the step waited rather than computed). For a rate whose bound is
+// at or above the need: the product's own code, by its heaviest functions
+// in the profile. For a rate whose bound is below it: the two
 // largest takers of the step's time a request outside the product's Go
 // code (the processes beside the server, and the server's time by owner
 // other than the product) and what would give it back (nextSteps). For a
 // latency (no need): the two largest takers, the product's code among
 // them.
 func (a Attribution) NextStep(c CPUSplit) string {
+	if a.Need > 0 && a.idleBound() >= a.Need {
+		steal := ""
+		if c.Steal >= 0.01 {
+			steal = fmt.Sprintf(" (and the hypervisor took %.2f)", c.Steal)
+		}
+		return fmt.Sprintf("Next step: what the requests wait for, not the CPU of any code: the step left %.2f of its %d cores idle%s, and with every core busy it would reach %.0f a second with the product's code as it is; look at what each request waits for: its round trips to Redis (which runs one command at a time) and PostgreSQL, and how many requests are in flight at once", c.Idle, c.Cores, steal, a.idleBound())
+	}
 	if a.Need > 0 && a.Bound >= a.Need {
 		return "Next step: " + a.productStep()
 	}
@@ -371,6 +384,7 @@ func (a Attribution) NextStep(c CPUSplit) string {
 		{whoGenerator, c.Generator.Total() * per},
 		{whoRedis, c.Redis.Total() * per},
 		{whoPostgres, c.Postgres.Total() * per},
+		{whoOther, c.Other.Total() * per},
 	}
 	if c.Nginx != nil {
 		takers = append(takers, Share{whoNginx, c.Nginx.Total() * per})
@@ -396,6 +410,12 @@ func (a Attribution) NextStep(c CPUSplit) string {
 		return "Next step, where most of the step's time goes: " + strings.Join(parts, "; ")
 	}
 	return "Next step, where most of the time outside the product's Go code goes: " + strings.Join(parts, "; ")
+}
+
+// idleBound is the step's rate, in requests a second, with every core of
+// the machine busy and the product's code as it is: cores / Busy.
+func (a Attribution) idleBound() float64 {
+	return a.Bound * (a.Busy - a.Product) / a.Busy
 }
 
 // productStep names the product's own Go code's time a request and the

@@ -282,3 +282,55 @@ func TestBesideNotes(t *testing.T) {
 		t.Errorf("beside the seat map: %q, want none", notes)
 	}
 }
+
+// TestNextStep_IdleCores checks a missed rate whose cores were partly idle:
+// with every core busy the step would pass the target even with the
+// product's code as it is, so the next step is what left the cores idle,
+// not the product's code (which cutting would not bring the rate there).
+func TestNextStep_IdleCores(t *testing.T) {
+	// 10,000 requests in 2 s on 2 cores, 1.0 idle: 200 µs of busy CPU a
+	// request, 10,000/s with every core busy, over the 8,000 asked.
+	c := CPUSplit{Seconds: 2, Cores: 2, Requests: 10000, Idle: 1,
+		Server: CPUUse{User: 0.4}, Redis: CPUUse{User: 0.3}, Generator: CPUUse{User: 0.3}}
+	split := ProfileSplit{Owners: []Share{{"net/http", 0.75}, {ownerProduct, 0.25}},
+		Functions: []Share{{"main.serve", 0.25}}, Samples: 500, Seconds: 2}
+	a, ok := attribute(c, split, 8000)
+	if !ok {
+		t.Fatal("no attribution")
+	}
+	lines := strings.Join(a.Lines(c), "\n")
+	if strings.Contains(lines, "within its reach") || strings.Contains(lines, "Next step: the product's own Go code") {
+		t.Errorf("idle cores, not the product's code, kept the rate under the target; the lines say otherwise:\n%s", lines)
+	}
+	if want := "the step left 1.00 of its 2 cores idle"; !strings.Contains(a.NextStep(c), want) {
+		t.Errorf("next step %q, want it to say %q", a.NextStep(c), want)
+	}
+	// Half a core idle: 300 µs busy, 6,667/s with every core busy, under
+	// the 7,000 asked; without the product's 20 µs (a quarter of the
+	// server's 80), 7,143/s: the product's code is what closes the gap.
+	busier := c
+	busier.Idle = 0.5
+	if b, _ := attribute(busier, split, 7000); !strings.HasPrefix(b.NextStep(busier), "Next step: the product's own Go code") {
+		t.Errorf("the product's code closes the gap, next step %q", b.NextStep(busier))
+	}
+}
+
+// TestNextStep_OtherProcesses checks that time taken by processes that are
+// not the step's (another program on the machine) is named when it is
+// among the largest takers, rather than passed over for smaller ones.
+func TestNextStep_OtherProcesses(t *testing.T) {
+	// 1,000 requests in 1 s on 2 cores, none idle: other processes 1.2
+	// cores (1,200 µs a request), the generator 0.3, the server 0.5.
+	c := CPUSplit{Seconds: 1, Cores: 2, Requests: 1000,
+		Server: CPUUse{User: 0.5}, Generator: CPUUse{User: 0.3}, Other: CPUUse{User: 1.2}}
+	split := ProfileSplit{Owners: []Share{{"net/http", 0.8}, {ownerProduct, 0.2}}, Samples: 100, Seconds: 1}
+	for _, need := range []float64{5000, 0} {
+		a, ok := attribute(c, split, need)
+		if !ok {
+			t.Fatal("no attribution")
+		}
+		if want := "other processes, 1200 µs a request: " + nextSteps[whoOther]; !strings.Contains(a.NextStep(c), want) {
+			t.Errorf("need %v: next step %q, want it to name %q", need, a.NextStep(c), want)
+		}
+	}
+}
