@@ -263,11 +263,12 @@ type Attribution struct {
 // attribute computes a step's Attribution from its CPU split and the
 // server's CPU profile split; need is the target's rate (requests a
 // second). ok is false when the split has no figure a request (no
-// requests, an error, or other requests beside), or when the figures
-// cannot be (the busy time no more than the product's, as /proc's 10 ms
-// ticks can make it in a short step).
+// requests, an error, or other requests beside), when the profile split
+// has no owner (no samples), or when the figures cannot be (the busy time
+// no more than the product's, as /proc's 10 ms ticks can make it in a
+// short step).
 func attribute(c CPUSplit, p ProfileSplit, need float64) (Attribution, bool) {
-	if c.Requests == 0 || c.Err != "" || c.Beside != "" || c.Seconds <= 0 || c.Cores == 0 {
+	if c.Requests == 0 || c.Err != "" || c.Beside != "" || c.Seconds <= 0 || c.Cores == 0 || len(p.Owners) == 0 {
 		return Attribution{}, false
 	}
 	per := c.Seconds / float64(c.Requests) * 1e6

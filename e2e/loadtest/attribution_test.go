@@ -334,3 +334,12 @@ func TestNextStep_OtherProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestAttribute_EmptyProfile checks that a profile split without owners
+// (no samples) makes no attribution, whose lines would split nothing.
+func TestAttribute_EmptyProfile(t *testing.T) {
+	c := CPUSplit{Seconds: 1, Cores: 2, Requests: 1000, Server: CPUUse{User: 1}}
+	if a, ok := attribute(c, ProfileSplit{}, 5000); ok {
+		t.Errorf("an empty profile: attribution %+v, want none", a)
+	}
+}
