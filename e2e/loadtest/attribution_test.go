@@ -255,6 +255,7 @@ func TestFinish_AttributesMissedRates(t *testing.T) {
 		{Name: "missed", Met: ptr(false), Profile: path, CPU: split, Need: 5000},
 		{Name: "met", Met: ptr(true), Profile: path, CPU: split, Need: 500},
 		{Name: "missed, short profile", Met: ptr(false), Profile: short, CPU: split, Need: 5000},
+		{Name: "missed, requests beside", Met: ptr(false), Profile: path, CPU: &CPUSplit{Seconds: 1, Cores: 2, Requests: 1000, Beside: "position polls"}, Need: 5000},
 	}}
 	b := &Bench{cfg: Config{Binary: os.Args[0]}, ui: newUI(false)}
 	b.explainMissed(rep)
@@ -266,6 +267,9 @@ func TestFinish_AttributesMissedRates(t *testing.T) {
 	}
 	if got := rep.Targets[2]; got.Attribution != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "fewer than 30") {
 		t.Errorf("a profile of about 10 samples: attribution %+v, notes %q; want none and a note", got.Attribution, got.Notes)
+	}
+	if got := rep.Targets[3]; got.Attribution != nil || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "no next step") {
+		t.Errorf("a step with requests beside: attribution %+v, notes %q; want none and a note saying why", got.Attribution, got.Notes)
 	}
 }
 

@@ -165,6 +165,8 @@ func (b *Bench) explainMissed(rep *Report) {
 		default:
 			if a, ok := attribute(*t.CPU, split, t.Need); ok {
 				rep.Targets[i].Attribution = &a
+			} else {
+				rep.Targets[i].Notes = append(rep.Targets[i].Notes, "No split of the server's time by owner and no next step: the step's CPU has no figure a request (other requests beside it, or an error reading /proc), or its busy time read no more than the product's (/proc's 10 ms ticks in a short step)")
 			}
 		}
 	}
