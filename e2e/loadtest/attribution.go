@@ -320,7 +320,7 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second", a.Product, a.Bound)
 	switch {
 	case a.Need <= 0:
-		bound += " (the target is a latency, not a rate: the bound gives no verdict on it)"
+		bound += " (the target is a latency at an offered rate, which the bound of a saturated step does not judge: the bound gives no verdict on it)"
 	case a.idleBound() >= a.Need:
 		bound += fmt.Sprintf(", against %.0f that the target asks for; with the product's code as it is, every core busy would reach %.0f, over it too: the rate was lost to idle cores, not to any code's CPU time", a.Need, a.idleBound())
 	case a.Bound < a.Need:
