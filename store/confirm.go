@@ -226,23 +226,31 @@ type locked struct {
 // lockForConfirmation starts the confirmation transaction on c, its
 // statements in one batch with BEGIN (one round trip): it takes the
 // payment's lock (paymentLockSQL: a repeat waits for the first to end),
-// then the account's purchase_count row, then the order row, so that one
-// account's confirmations run one at a time, and reads what the decision
-// needs, the payment's record among it. The payment is recorded once, with
+// then the account's purchase_count row (purchaseLockSQL), both in one
+// statement, then the order row, so that one account's confirmations run
+// one at a time, and reads what the decision needs, the payment's record and
+// the account's bought tickets among it. The payment is recorded once, with
 // its decided outcome, when the transaction ends (sell, queueRefund), so
-// that its row and indexes are written once. The record is read by a
-// statement after the lock's, whose snapshot has every transaction that
-// held the lock before.
+// that its row and indexes are written once. The record and the tickets are
+// read by a statement after the locks', whose snapshot has every
+// transaction that held them before.
 func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment) (locked, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
-	b.Queue(paymentLockSQL, p.PaymentKey)
-	queuePurchaseLock(b, o.EventID, o.AccountID)
+	// purchaseLockSQL, whose row to insert comes from the subquery that
+	// takes paymentLockSQL's lock first (a subquery with a volatile function
+	// is neither flattened nor dropped).
+	b.Queue(`
+		INSERT INTO purchase_count (event_id, account_id)
+		SELECT e.id, $2 FROM (SELECT pg_advisory_xact_lock(1, hashtext($3))) l, event e WHERE e.id = $1
+		ON CONFLICT (event_id, account_id) DO UPDATE SET tickets = purchase_count.tickets WHERE false`,
+		o.EventID, o.AccountID, p.PaymentKey)
 	// NO KEY UPDATE: the payment rows of other transactions hold KEY SHARE
 	// locks on the order (their foreign key), which FOR UPDATE would wait
 	// for while they wait for purchase_count: a deadlock.
 	b.Queue(`
-		SELECT o.status, o.failure_code, e.max_per_account, (SELECT outcome FROM payment WHERE payment_key = $2)
+		SELECT o.status, o.failure_code, e.max_per_account, (SELECT outcome FROM payment WHERE payment_key = $2),
+		       (SELECT tickets FROM purchase_count WHERE event_id = o.event_id AND account_id = o.account_id)
 		FROM orders o JOIN event e ON e.id = o.event_id
 		WHERE o.id = $1 FOR NO KEY UPDATE OF o`, o.ID, p.PaymentKey)
 	var l locked
@@ -251,13 +259,9 @@ func lockForConfirmation(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p
 			return fmt.Errorf("begin: %w", err)
 		}
 		if _, err := br.Exec(); err != nil {
-			return fmt.Errorf("lock payment %s: %w", p.PaymentKey, err)
+			return fmt.Errorf("lock payment %s and purchase count: %w", p.PaymentKey, err)
 		}
-		var err error
-		if l.tickets, err = readPurchaseLock(br); err != nil {
-			return err
-		}
-		if err := br.QueryRow().Scan(&l.status, &l.failureCode, &l.limit, &l.recorded); err != nil {
+		if err := br.QueryRow().Scan(&l.status, &l.failureCode, &l.limit, &l.recorded, &l.tickets); err != nil {
 			return fmt.Errorf("lock order: %w", err)
 		}
 		return nil
@@ -536,17 +540,19 @@ func queueRefund(b *pgx.Batch, orderID string, p *boxoffice.Payment, status boxo
 		boxoffice.OrderStatusesBefore(boxoffice.OrderRefunded))
 }
 
-// sell completes a sale in the confirmation transaction on c, its
-// statements in one batch after a savepoint: the sold_seat rows (its key
-// is UNIQUE per seat; in label order so that concurrent sales cannot
+// sell completes a sale in the confirmation transaction on c, in one batch
+// after a savepoint: one statement writes the sold_seat rows (its key is
+// UNIQUE per seat; in label order so that concurrent sales cannot
 // deadlock), the order CONFIRMED, the account's tickets counted, the
 // tickets issued (random UUIDs, made here so that the outbox row can name
-// them in the same batch), the outbox row, the payment recorded confirmed, COMMIT.
-// It returns the account's tickets for the event in all and the result
-// (soldResult: what the commit wrote, not read again). If a seat was sold already,
-// its insert fails, which skips the rest of the batch: the transaction goes
-// back to the savepoint, still open, and the labels sold to others are
-// returned (never nil then).
+// them in the same statement), the outbox row and the payment recorded
+// confirmed; then COMMIT. One statement instead of six costs PostgreSQL
+// five statements' own work a paid order (docs/performance.md,
+// "PostgreSQL's work per paid order, again"). It returns the account's
+// tickets for the event in all and the result (soldResult: what the commit
+// wrote, not read again). If a seat was sold already, the statement fails,
+// which skips the COMMIT: the transaction goes back to the savepoint, still
+// open, and the labels sold to others are returned (never nil then).
 func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *boxoffice.Payment, now time.Time) ([]string, int, *boxoffice.Confirmation, error) {
 	labels := o.Seats()
 	slices.Sort(labels) // byte order: COLLATE "C"
@@ -565,46 +571,44 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 	}
 	b := &pgx.Batch{}
 	b.Queue(`SAVEPOINT sale`)
+	// One statement: its data-modifying parts run once each, whether read
+	// or not, and the foreign keys are checked at its end. 1 / 0 fails it
+	// (and so the batch, COMMIT included) should the locked order not be
+	// payable after all.
 	b.Queue(`
-		INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
-		SELECT $1, seat, $2, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS s(seat, n) ORDER BY n`,
-		o.EventID, o.ID, o.AccountID, now, labels)
-	// 1 / 0 fails the batch, COMMIT included, should the locked order not
-	// be payable after all.
-	b.Queue(`
-		WITH confirmed AS (
-			UPDATE orders SET status = 'CONFIRMED', confirmed_at = $2, updated_at = $2, failure_code = '', failure_message = ''
-			WHERE id = $1 AND status = ANY($3) RETURNING 1
+		WITH sold AS (
+			INSERT INTO sold_seat (event_id, seat_label, order_id, account_id, sold_at)
+			SELECT $1, seat, $2, $3, $4 FROM unnest($5::text[]) WITH ORDINALITY AS s(seat, n) ORDER BY n
+		), confirmed AS (
+			UPDATE orders SET status = 'CONFIRMED', confirmed_at = $4, updated_at = $4, failure_code = '', failure_message = ''
+			WHERE id = $2 AND status = ANY($6) RETURNING 1
+		), counted AS (
+			UPDATE purchase_count SET tickets = tickets + cardinality($5::text[]) WHERE event_id = $1 AND account_id = $3 RETURNING tickets
+		), issued AS (
+			INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
+			SELECT id, $2, $1, seat, $4 FROM unnest($7::uuid[], $5::text[]) AS t(id, seat)
+		), published AS (
+			INSERT INTO outbox (topic, payload, created_at) VALUES ($8, $9, $4)
+		), paid AS (
+			INSERT INTO payment (payment_key, order_id, amount, status, outcome, reason, approved_at, created_at, updated_at)
+			VALUES ($10, $2, $11, $12, 'confirmed', '', $13, $4, $4)
 		)
-		SELECT 1 / count(*) FROM confirmed`, o.ID, now, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed))
-	b.Queue(`UPDATE purchase_count SET tickets = tickets + $3 WHERE event_id = $1 AND account_id = $2 RETURNING tickets`,
-		o.EventID, o.AccountID, len(labels))
-	b.Queue(`
-		INSERT INTO ticket (id, order_id, event_id, seat_label, created_at)
-		SELECT id, $1, $2, seat, $3 FROM unnest($4::uuid[], $5::text[]) AS t(id, seat)`,
-		o.ID, o.EventID, now, ids, labels)
-	b.Queue(`INSERT INTO outbox (topic, payload, created_at) VALUES ($1, $2, $3)`, OutboxTopicOrderConfirmed, payload, now)
-	queueInsertPayment(b, o.ID, p, boxoffice.PaymentConfirmed, "", now, "")
+		SELECT 1 / (SELECT count(*) FROM confirmed)::int, (SELECT tickets FROM counted)`,
+		o.EventID, o.ID, o.AccountID, now, labels, boxoffice.OrderStatusesBefore(boxoffice.OrderConfirmed), ids,
+		OutboxTopicOrderConfirmed, payload, p.PaymentKey, p.TotalAmount, p.Status, p.ApprovedAt)
 	b.Queue(`COMMIT`)
 
 	var bought int
 	err = sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
-		for _, what := range []string{"savepoint", "insert sold seats"} {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
 		}
 		var one int
-		if err := br.QueryRow().Scan(&one); err != nil {
-			return fmt.Errorf("confirm order: %w", err)
+		if err := br.QueryRow().Scan(&one, &bought); err != nil {
+			return fmt.Errorf("sell: %w", err)
 		}
-		if err := br.QueryRow().Scan(&bought); err != nil {
-			return fmt.Errorf("count tickets: %w", err)
-		}
-		for _, what := range []string{"issue tickets", "write outbox", "record confirmation", "commit"} {
-			if _, err := br.Exec(); err != nil {
-				return fmt.Errorf("%s: %w", what, err)
-			}
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("commit: %w", err)
 		}
 		return nil
 	})

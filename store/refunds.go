@@ -255,7 +255,7 @@ func applyRefund(ctx context.Context, tx pgx.Tx, refundID string, pgStatus boxof
 		return a, notFound(err, "err_no_order")
 	}
 	// The confirmation's order of locks: purchase_count, then the order.
-	if _, err := lockPurchases(ctx, tx, a.eventID, a.accountID); err != nil {
+	if err := lockPurchases(ctx, tx, a.eventID, a.accountID); err != nil {
 		return a, err
 	}
 	var before boxoffice.OrderStatus
