@@ -113,8 +113,11 @@ func orderName(title string, seats int) string {
 // order; otherwise the new order replaces the account's older unpaid orders
 // of the event (queueInsertOrder). The transaction is two round trips, each
 // one batch on one connection: BEGIN with checkoutLocked's reads and locks,
-// then the order's writes with COMMIT and the order's reads (as
-// FindOrderByID's, but for the tickets: a payable order has none). After commit the holds, and the
+// then the order's writes with COMMIT. A new order is returned as the
+// transaction wrote it (its event's parts read under the lock, its items
+// from the insert), as FindOrderByID would read it but for the tickets (a
+// payable order has none); a payable order found again is read after the
+// COMMIT in the same round trip. After commit the holds, and the
 // account's entry token with them, are extended to the order's expiry (one
 // Redis round trip, ExtendHolds); if some ended meanwhile, the order is
 // CANCELLED (hold_lost).
@@ -135,26 +138,33 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 	now := s.DB.Now()
 	var o *boxoffice.Order
 	err = s.DB.inBatchTx(ctx, func(c *pgx.Conn) error {
-		title, found, err := checkoutLocked(ctx, c, eventID, accountID, labels, now)
+		ev, found, err := checkoutLocked(ctx, c, eventID, accountID, labels, now)
 		if err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
-		id, expiresAt := newOrderID(), now.Add(s.window())
-		if found != "" {
-			id = found
-		} else {
-			queueInsertOrder(b, eventID, accountID, id, labels, orderName(title.In(boxoffice.LangFromContext(ctx)), len(labels)), expiresAt, now)
-		}
-		b.Queue(`COMMIT`)
-		b.Queue(orderQuery+` WHERE o.id = $1`, id)
-		queueItems(b, []string{id})
-		return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
-			if found == "" {
-				if err := readInsertOrder(br, eventID, labels); err != nil {
+		if found == "" {
+			o = ev
+			o.ID, o.AccountID, o.Status = newOrderID(), accountID, boxoffice.OrderPendingPayment
+			o.Name = orderName(ev.EventTitle.In(boxoffice.LangFromContext(ctx)), len(labels))
+			at := now.Truncate(time.Microsecond).UTC() // as PostgreSQL stores it
+			o.CreatedAt, o.UpdatedAt, o.ExpiresAt = at, at, now.Add(s.window()).Truncate(time.Microsecond).UTC()
+			queueInsertOrder(b, o, labels, now)
+			b.Queue(`COMMIT`)
+			return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
+				if err := readInsertOrder(br, o, labels); err != nil {
 					return err
 				}
-			}
+				if _, err := br.Exec(); err != nil {
+					return fmt.Errorf("commit: %w", err)
+				}
+				return nil
+			})
+		}
+		b.Queue(`COMMIT`)
+		b.Queue(orderQuery+` WHERE o.id = $1`, found)
+		queueItems(b, []string{found})
+		return sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
 			if _, err := br.Exec(); err != nil {
 				return fmt.Errorf("commit: %w", err)
 			}
@@ -189,15 +199,18 @@ func (s *Orders) CreateOrder(ctx context.Context, eventID, accountID int64) (*bo
 // reads the event, looks for a payable order of exactly these seats
 // (returned, so that a double click makes one order) and for seats of
 // labels sold meanwhile (the account's own older order was confirmed just
-// before). It returns the event's title and the payable order's id, or "".
-// Errors: ENOTFOUND (no such event); ECONFLICT (the event is not on sale or
-// the sale has ended); ESEATTAKEN with Details["seats"] (seats sold).
-func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, labels []string, now time.Time) (boxoffice.Text, string, error) {
+// before). It returns an order with the event's parts (EventID, EventTitle,
+// VenueName, StartsAt, TimeZone and the currency) and the payable order's
+// id, or "". Errors: ENOTFOUND (no such event); ECONFLICT (the event is not
+// on sale or the sale has ended); ESEATTAKEN with Details["seats"] (seats
+// sold).
+func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, labels []string, now time.Time) (*boxoffice.Order, string, error) {
 	b := &pgx.Batch{}
 	b.Queue(`BEGIN`)
 	b.Queue(purchaseLockSQL, eventID, accountID)
 	b.Queue(`
-		SELECT e.title, e.status, e.sale_ends_at, (
+		SELECT e.title, (SELECT v.name FROM venue v WHERE v.id = e.venue_id), e.starts_at, e.time_zone, e.currency,
+		       e.status, e.sale_ends_at, (
 			SELECT o.id FROM orders o
 			WHERE o.account_id = $1 AND o.event_id = $2 AND o.status = 'PENDING_PAYMENT' AND o.expires_at > $3
 			  AND (SELECT count(*) FROM order_item i WHERE i.order_id = o.id) = cardinality($4::text[])
@@ -205,7 +218,7 @@ func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, 
 			ORDER BY o.created_at DESC LIMIT 1
 		), ARRAY(SELECT seat_label FROM sold_seat WHERE event_id = $2 AND seat_label = ANY($4) ORDER BY seat_label)
 		FROM event e WHERE e.id = $2`, accountID, eventID, now, labels)
-	var title boxoffice.Text
+	o := &boxoffice.Order{EventID: eventID}
 	var found *string
 	err := sendBatch(ctx, c, b, func(br pgx.BatchResults) error {
 		if _, err := br.Exec(); err != nil {
@@ -217,7 +230,8 @@ func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, 
 		var status string
 		var saleEnds time.Time
 		var sold []string
-		if err := br.QueryRow().Scan(&title, &status, &saleEnds, &found, &sold); err != nil {
+		if err := br.QueryRow().Scan(&o.EventTitle, &o.VenueName, &o.StartsAt, &o.TimeZone, &o.Amount.Currency,
+			&status, &saleEnds, &found, &sold); err != nil {
 			return notFound(err, "err_no_event")
 		}
 		if status != boxoffice.EventOnSale || !now.Before(saleEnds) {
@@ -230,15 +244,18 @@ func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, 
 	})
 	if err != nil {
 		return nil, "", err
-	} else if found == nil {
-		return title, "", nil
+	} else if found != nil {
+		return o, *found, nil
 	}
-	return title, *found, nil
+	o.StartsAt = o.StartsAt.UTC()
+	return o, "", nil
 }
 
-// queueInsertOrder queues the writes of a new order in a checkout's
-// transaction (after checkoutLocked, under the account's purchase_count
-// lock), one statement, which readInsertOrder reads: it inserts the order,
+// queueInsertOrder queues the writes of the new order o (its ID, EventID,
+// AccountID, Name and ExpiresAt) in a checkout's transaction (after
+// checkoutLocked, under the account's purchase_count lock), one statement
+// that returns the order's items as queueItems reads them, which
+// readInsertOrder reads: it inserts the order,
 // priced from the seats' grades, unless a label is not a seat of the event,
 // and its items; then, once the order exists, it makes the new order the
 // only one of the account and event that may be paid, since the account's
@@ -258,10 +275,10 @@ func checkoutLocked(ctx context.Context, c *pgx.Conn, eventID, accountID int64, 
 // for ten in the generic one, so PostgreSQL planned the inserts again on
 // every call; priced alike, the generic plan is kept after the fifth call,
 // the same index probe of event_seat_pkey for each label.
-func queueInsertOrder(b *pgx.Batch, eventID, accountID int64, id string, labels []string, name string, expiresAt, now time.Time) {
+func queueInsertOrder(b *pgx.Batch, o *boxoffice.Order, labels []string, now time.Time) {
 	b.Queue(`
 		WITH items AS (
-			SELECT s.label, s.grade, g.price FROM event_seat s
+			SELECT s.label, s.grade, g.price, s.section, s.row_label, s.number, g.name FROM event_seat s
 			JOIN grade g ON g.event_id = s.event_id AND g.code = s.grade
 			WHERE s.event_id = $2 AND s.label = ANY(ARRAY(SELECT unnest($4::text[])))
 		), o AS (
@@ -276,20 +293,32 @@ func queueInsertOrder(b *pgx.Batch, eventID, accountID int64, id string, labels 
 			UPDATE orders SET status = 'CANCELLED', failure_code = $8, failure_message = $9, updated_at = $7
 			WHERE account_id = $3 AND event_id = $2 AND status = ANY($10) AND id <> $1 AND EXISTS (SELECT 1 FROM o)
 		)
-		SELECT count(*) FROM o`,
-		id, eventID, accountID, labels, name, expiresAt, now,
-		boxoffice.ReasonReplaced, "replaced by order "+id, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
+		SELECT i.label, i.grade, i.price, i.section, i.row_label, i.number, i.name FROM o, items i
+		ORDER BY i.section, i.row_label::int, i.number::int`,
+		o.ID, o.EventID, o.AccountID, labels, o.Name, o.ExpiresAt, now,
+		boxoffice.ReasonReplaced, "replaced by order "+o.ID, boxoffice.OrderStatusesBefore(boxoffice.OrderCancelled))
 }
 
-// readInsertOrder reads queueInsertOrder's result: an order that was not
-// inserted (a label is not a seat of the event) is an error.
-func readInsertOrder(br pgx.BatchResults, eventID int64, labels []string) error {
-	var n int
-	if err := br.QueryRow().Scan(&n); err != nil {
+// readInsertOrder reads queueInsertOrder's result, the new order's items,
+// into o, with its amount (their sum): an order that was not inserted (a
+// label is not a seat of the event) is an error.
+func readInsertOrder(br pgx.BatchResults, o *boxoffice.Order, labels []string) error {
+	rows, err := br.Query()
+	if err != nil {
 		return fmt.Errorf("insert order: %w", err)
 	}
-	if n != 1 {
-		return fmt.Errorf("insert order: held seats %v are not all seats of event %d", labels, eventID)
+	var it boxoffice.OrderItem
+	_, err = pgx.ForEachRow(rows, []any{&it.Seat, &it.Grade, &it.Price, &it.Section, &it.Row, &it.Number, &it.GradeName}, func() error {
+		o.Items = append(o.Items, it)
+		o.Amount.Amount += it.Price
+		it.GradeName = nil // the next row's name goes into a map of its own
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("insert order: %w", err)
+	}
+	if len(o.Items) != len(labels) {
+		return fmt.Errorf("insert order: held seats %v are not all seats of event %d", labels, o.EventID)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"maps"
+	"reflect"
 	"regexp"
 	"slices"
 	"sync/atomic"
@@ -45,6 +46,11 @@ func TestOrders_CreateOrder(t *testing.T) {
 		}
 		if o.Name != "Test Night × 2" {
 			t.Errorf("name %q, want %q", o.Name, "Test Night × 2")
+		}
+		// The new order is made from what checkout wrote, not read again:
+		// it is the order as it reads from then on.
+		if read, err := env.Orders.FindOrderByID(ctx, o.ID); err != nil || !reflect.DeepEqual(o, read) {
+			t.Errorf("checkout returned\n%+v\nthe order reads (%v)\n%+v", o, err, read)
 		}
 		if got := o.ExpiresAt.Sub(before); got < boxoffice.DefaultPaymentWindow || got > boxoffice.DefaultPaymentWindow+5*time.Second {
 			t.Errorf("expires %v after checkout, want the payment window, %v", got, boxoffice.DefaultPaymentWindow)
