@@ -409,6 +409,26 @@ func TestService_Confirm_Late(t *testing.T) {
 		}
 	})
 
+	// Redis lost the sale of a seat (its sold-seat cache no longer lists
+	// it): the claim passes, and PostgreSQL's unique keys, the final guard,
+	// refuse the second sale of the seat, which is refunded.
+	t.Run("SeatSoldBehindRedis", func(t *testing.T) {
+		late := env.Order(t, env.Account(t), ev.R[4], ev.R[5])
+		key, amount := env.Pay(t, late, sandbox.ScenarioWebhookNever)
+		env.Expire(t)
+		other := env.Order(t, env.Account(t), ev.R[5])
+		k2, a2 := env.Pay(t, other, sandbox.ScenarioDefault)
+		env.MustRedirect(t, other.ID, k2, a2)
+		if err := env.R.Client.SRem(ctx, env.R.Key("sold:{%d}", ev.ID), ev.R[5]).Err(); err != nil {
+			t.Fatalf("Redis loses the sale of %s: %v", ev.R[5], err)
+		}
+		c := env.MustRedirect(t, late.ID, key, amount)
+		checkouttest.WantOrder(t, c.Order, boxoffice.OrderRefunded, boxoffice.ReasonSeatTaken)
+		if n := env.Count(t, `SELECT count(*) FROM ticket WHERE event_id = $1 AND seat_label = $2`, ev.ID, ev.R[5]); n != 1 {
+			t.Errorf("seat %s has %d tickets, want 1", ev.R[5], n)
+		}
+	})
+
 	t.Run("SeatHeldByAnother", func(t *testing.T) {
 		late := env.Order(t, env.Account(t), ev.S[0])
 		key, amount := env.Pay(t, late, sandbox.ScenarioWebhookNever)

@@ -615,7 +615,10 @@ func (s *Orders) sell(ctx context.Context, c *pgx.Conn, o *boxoffice.Order, p *b
 	if err == nil {
 		return nil, bought, s.soldResult(o, p.PaymentKey, labels, ids, now), nil
 	}
-	if pgErrCode(err) != "23505" /* unique_violation */ || pgConstraint(err) != "sold_seat_pkey" {
+	// A seat sold to another order fails the statement on sold_seat's key
+	// or on its live ticket's (ticket_live_seat), whichever of the
+	// statement's inserts PostgreSQL runs first.
+	if c := pgConstraint(err); pgErrCode(err) != "23505" /* unique_violation */ || c != "sold_seat_pkey" && c != "ticket_live_seat" {
 		return nil, 0, nil, err
 	}
 	// Alone: a batch's statements not yet prepared on the connection would
