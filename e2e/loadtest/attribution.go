@@ -345,7 +345,7 @@ const (
 // code, what would give the time back; a taker without one (another
 // library) is named alone.
 var nextSteps = map[string]string{
-	whoGenerator:     "run the load from a machine of its own, where its time would not take the server's cores (here it shares them)",
+	whoGenerator:     "its time stands for the fans' browsers, which a sale does not run on the server's machine; measured from a machine of its own (the targets are set for one shared machine), the step would have these cores",
 	whoRedis:         "fewer commands in the step's scripts (the Redis line above names them by calls and time)",
 	whoPostgres:      "fewer statements and commits a request (pg_stat_statements names the heaviest: README, Performance); where its backends wait on WALWrite or WALSync (the wait events above), a faster disk for the WAL",
 	whoNginx:         "one instance without the proxy, or more cores for it",
