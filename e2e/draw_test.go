@@ -70,6 +70,11 @@ func TestQueue_PrequeueDraw(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+	// An admitted fan's waiting room leaves for the seat map by itself,
+	// which would abort a navigation of the same page: the draw opens in a
+	// page of its own.
+	fan, err = fan.Context().NewPage()
+	must(t, "open a page for the draw", err)
 	_, err = fan.Goto(fmt.Sprintf("%s/events/%d/draw", a.URL, id))
 	must(t, "open the draw", err)
 	if got := text(t, fan, "draw-ticket"); got != ticket {

@@ -302,6 +302,15 @@
     return fetch(page.getAttribute("data-panel-url"), { headers: { "HX-Request": "true" }, credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) {
+        // A refresh that began before the fan's last hold or release and
+        // was answered after it asks for the panel again, which then shows
+        // the same holds: keep the panel as it is, and with it a tap on it
+        // in progress (replaced under the finger, the check-out button
+        // would lose the tap).
+        var next = document.createElement("template");
+        next.innerHTML = html;
+        var mine = next.content.querySelector("[data-mine]");
+        if (mine && panel.querySelector("[data-mine]") && mine.getAttribute("data-mine") === shownMine()) return;
         panel.innerHTML = html;
         if (window.htmx) window.htmx.process(panel);
         startCountdown();
