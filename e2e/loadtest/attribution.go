@@ -271,10 +271,9 @@ func attribute(c CPUSplit, p ProfileSplit, need float64) (Attribution, bool) {
 	if c.Requests == 0 || c.Err != "" || c.Beside != "" || c.Seconds <= 0 || c.Cores == 0 || len(p.Owners) == 0 {
 		return Attribution{}, false
 	}
-	per := c.Seconds / float64(c.Requests) * 1e6
 	a := Attribution{
-		Busy:           (float64(c.Cores) - c.Idle - c.Steal) * per,
-		Server:         c.Server.Total() * per,
+		Busy:           c.perRequest(float64(c.Cores) - c.Idle - c.Steal),
+		Server:         c.perRequest(c.Server.Total()),
 		Shares:         p.Owners,
 		Functions:      p.Functions,
 		Samples:        p.Samples,
@@ -297,8 +296,7 @@ func attribute(c CPUSplit, p ProfileSplit, need float64) (Attribution, bool) {
 // time a request by process and the server's by owner, then the bound
 // against the target, what it says, and the next step (NextStep).
 func (a Attribution) Lines(c CPUSplit) []string {
-	per := c.Seconds / float64(c.Requests) * 1e6
-	us := func(u CPUUse) float64 { return u.Total() * per }
+	us := func(u CPUUse) float64 { return c.perRequest(u.Total()) }
 	others := fmt.Sprintf("generator %.0f µs, Redis %.0f µs (its commands, the product's scripts among them), PostgreSQL %.0f µs (the product's statements and their commits)",
 		us(c.Generator), us(c.Redis), us(c.Postgres))
 	if c.Nginx != nil {
@@ -314,7 +312,7 @@ func (a Attribution) Lines(c CPUSplit) []string {
 	}
 	lines := []string{
 		fmt.Sprintf("The machine's busy time a request: %.0f µs of CPU: the server %.0f µs, %s; softirq (loopback networking, also inside the processes' system time) %.0f µs",
-			a.Busy, a.Server, others, c.Softirq*per),
+			a.Busy, a.Server, others, c.perRequest(c.Softirq)),
 		fmt.Sprintf("The server's CPU profile (%d samples over %.0f s; the step lasted %.1f s) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
 	}
 	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second", a.Product, a.Bound)
@@ -380,15 +378,14 @@ func (a Attribution) NextStep(c CPUSplit) string {
 	if a.Need > 0 && a.Bound >= a.Need {
 		return "Next step: " + a.productStep()
 	}
-	per := c.Seconds / float64(c.Requests) * 1e6
 	takers := []Share{
-		{whoGenerator, c.Generator.Total() * per},
-		{whoRedis, c.Redis.Total() * per},
-		{whoPostgres, c.Postgres.Total() * per},
-		{whoOther, c.Other.Total() * per},
+		{whoGenerator, c.perRequest(c.Generator.Total())},
+		{whoRedis, c.perRequest(c.Redis.Total())},
+		{whoPostgres, c.perRequest(c.Postgres.Total())},
+		{whoOther, c.perRequest(c.Other.Total())},
 	}
 	if c.Nginx != nil {
-		takers = append(takers, Share{whoNginx, c.Nginx.Total() * per})
+		takers = append(takers, Share{whoNginx, c.perRequest(c.Nginx.Total())})
 	}
 	for _, s := range a.Shares {
 		if s.Owner != ownerProduct || a.Need <= 0 {

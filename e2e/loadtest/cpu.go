@@ -627,6 +627,12 @@ func (s CPUSplit) Line() string {
 	return line
 }
 
+// perRequest turns cores (CPU seconds a second over the step) into CPU
+// microseconds a request of the step; the step must have requests.
+func (s CPUSplit) perRequest(cores float64) float64 {
+	return cores * s.Seconds / float64(s.Requests) * 1e6
+}
+
 // PerRequest is each group's CPU time a request of the step, in
 // microseconds: "server 180 µs, Redis 60 µs, ..."; "" without requests
 // or when other requests shared the window (Beside).
@@ -634,7 +640,7 @@ func (s CPUSplit) PerRequest() string {
 	if s.Requests == 0 || s.Err != "" || s.Beside != "" {
 		return ""
 	}
-	us := func(u CPUUse) string { return fmt.Sprintf("%.0f µs", u.Total()*s.Seconds/float64(s.Requests)*1e6) }
+	us := func(u CPUUse) string { return fmt.Sprintf("%.0f µs", s.perRequest(u.Total())) }
 	parts := []string{"server " + us(s.Server), "Redis " + us(s.Redis), "PostgreSQL " + us(s.Postgres), "generator " + us(s.Generator)}
 	if s.Nginx != nil {
 		parts = append(parts, "nginx "+us(*s.Nginx))
@@ -653,7 +659,7 @@ func (s CPUSplit) CommandsLine(top int) string {
 	}
 	n := float64(s.Requests)
 	line := fmt.Sprintf("%.2f commands and %.1f µs of command time a request (Redis's process: %.1f µs a request)",
-		float64(c.Calls())/n, float64(c.Usec())/n, s.Redis.Total()*s.Seconds/n*1e6)
+		float64(c.Calls())/n, float64(c.Usec())/n, s.perRequest(s.Redis.Total()))
 	var parts []string
 	for i, x := range c.Commands {
 		if i == top {
