@@ -16,7 +16,7 @@ func TestAccounts_SignupLogoutLogin(t *testing.T) {
 	must(t, "fill password", page.GetByLabel("Password").Fill("correct horse"))
 	screenshot(t, page, "signup")
 	must(t, "sign up", page.GetByTestId("signup-submit").Click())
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	if got := text(t, page, "nav-account"); got != "Kim Fan" {
 		t.Fatalf("after sign-up the nav shows %q, want Kim Fan", got)
 	}
@@ -37,7 +37,7 @@ func TestAccounts_SignupLogoutLogin(t *testing.T) {
 
 	must(t, "fill password", page.GetByLabel("Password").Fill("correct horse"))
 	must(t, "log in", page.GetByTestId("login-submit").Click())
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	if got := text(t, page, "nav-account"); got != "Kim Fan" {
 		t.Fatalf("after log-in the nav shows %q, want Kim Fan", got)
 	}

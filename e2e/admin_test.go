@@ -44,7 +44,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	must(t, "fill e-mail", admin.GetByLabel("E-mail").Fill("boss@example.com"))
 	must(t, "fill password", admin.GetByLabel("Password").Fill("correct horse"))
 	must(t, "log in", admin.GetByTestId("login-submit").Click())
-	must(t, "wait for the dashboard", admin.WaitForURL(a.URL+"/admin"))
+	waitForURL(t, admin, "wait for the dashboard", a.URL+"/admin")
 	screenshot(t, admin, "admin-dashboard-empty")
 
 	// Import: first a file with problems, then a good one.
@@ -62,7 +62,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	screenshot(t, admin, "admin-venue-import-errors")
 	must(t, "choose file", admin.GetByTestId("import-file").SetInputFiles(csv))
 	must(t, "import", admin.GetByTestId("import-submit").Click())
-	must(t, "wait for the venue", admin.WaitForURL(regexp.MustCompile(`/admin/venues/\d+$`)))
+	waitForURL(t, admin, "wait for the venue", regexp.MustCompile(`/admin/venues/\d+$`))
 	if r, s := count(t, admin, "grade-seats-R"), count(t, admin, "grade-seats-S"); r != "10" || s != "4" {
 		t.Errorf("imported venue counts R %q S %q, want 10 and 4", r, s)
 	}
@@ -82,7 +82,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	}
 	screenshot(t, admin, "admin-venue-new")
 	must(t, "generate", admin.GetByTestId("generate-submit").Click())
-	must(t, "wait for the venue", admin.WaitForURL(regexp.MustCompile(`/admin/venues/\d+$`)))
+	waitForURL(t, admin, "wait for the venue", regexp.MustCompile(`/admin/venues/\d+$`))
 	if got := count(t, admin, "venue-seat-count"); got != "416" {
 		t.Errorf("generated venue has %q seats, want 416", got)
 	}
@@ -115,7 +115,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	}
 	screenshot(t, admin, "admin-event-new")
 	must(t, "create the event", admin.GetByTestId("event-submit").Click())
-	must(t, "wait for the edit page", admin.WaitForURL(regexp.MustCompile(`/admin/events/\d+/edit$`)))
+	waitForURL(t, admin, "wait for the edit page", regexp.MustCompile(`/admin/events/\d+/edit$`))
 	if got := text(t, admin, "event-status"); got != "Draft" {
 		t.Errorf("new event status %q, want Draft", got)
 	}
@@ -178,7 +178,7 @@ func TestAdmin_SetUpAndPublishSale(t *testing.T) {
 	must(t, "fill e-mail", fan.GetByLabel("E-mail").Fill("fan@example.com"))
 	must(t, "fill password", fan.GetByLabel("Password").Fill("correct horse"))
 	must(t, "sign up", fan.GetByTestId("signup-submit").Click())
-	must(t, "wait for home", fan.WaitForURL(a.URL+"/"))
+	waitForURL(t, fan, "wait for home", a.URL+"/")
 	must(t, "open the event", fan.GetByTestId("event-link").GetByText("Studio Session").Click())
 	must(t, "wait for the event", fan.GetByTestId("grades").WaitFor())
 	for id, want := range map[string]string{

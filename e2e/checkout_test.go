@@ -48,7 +48,7 @@ func holdAndCheckOut(t *testing.T, a *app, page playwright.Page, labels ...strin
 	must(t, "wait for the held seats", page.Locator(`[data-testid=held-seats] li`).Nth(len(labels)-1).WaitFor())
 	screenshot(t, page, "checkout-held-seats")
 	must(t, "check out", page.GetByTestId("checkout").Click())
-	must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+	waitForURL(t, page, "wait for the PG's page", a.URL+"/sandbox-pg/checkout?**")
 }
 
 // The whole journey on the demo concert: log in, join the queue and wait to
@@ -69,7 +69,7 @@ func TestCheckout_Journey(t *testing.T) {
 	screenshot(t, page, "checkout-sandbox-pg")
 	must(t, "pay", page.GetByTestId("pg-pay").Click())
 
-	must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 	must(t, "wait for the tickets", page.GetByTestId("ticket").Nth(1).WaitFor())
 	if got := text(t, page, "order-status"); got != "Confirmed" {
 		t.Fatalf("order-status %q, want Confirmed", got)
@@ -107,7 +107,7 @@ func TestCheckout_DeclinedUntilExpiry(t *testing.T) {
 	holdAndCheckOut(t, a, page, "1층 C-3-12", "1층 C-3-13")
 
 	must(t, "decline", page.GetByTestId("pg-decline").Click())
-	must(t, "wait for the fail page", page.WaitForURL(a.URL+"/payments/fail?**"))
+	waitForURL(t, page, "wait for the fail page", a.URL+"/payments/fail?**")
 	if got := text(t, page, "payment-failed"); !strings.Contains(got, "cancelled the payment") {
 		t.Errorf("payment-failed %q, want the cancelled-payment sentence", got)
 	}

@@ -41,7 +41,7 @@ func TestQueue_PrequeueDraw(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	must(t, "join", fan.GetByTestId("join-queue").Click())
-	must(t, "wait for the waiting room", fan.WaitForURL(room))
+	waitForURL(t, fan, "wait for the waiting room", room)
 	ticket, commitment := text(t, fan, "draw-ticket"), text(t, fan, "draw-commitment")
 	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(ticket) || !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(commitment) {
 		t.Fatalf("pre-queue shows ticket %q and commitment %q, want 32 and 64 hex characters", ticket, commitment)
@@ -91,9 +91,9 @@ func TestQueue_PrequeueDraw(t *testing.T) {
 
 	_, err = fan.Goto(room)
 	must(t, "back to the waiting room", err)
-	must(t, "admitted to the seat map", fan.WaitForURL(fmt.Sprintf("%s/events/%d/seats", a.URL, id), playwright.PageWaitForURLOptions{Timeout: playwright.Float(20000)}))
+	waitForURL(t, fan, "admitted to the seat map", fmt.Sprintf("%s/events/%d/seats", a.URL, id), playwright.PageWaitForURLOptions{Timeout: playwright.Float(20000)})
 	must(t, "leave button", fan.GetByTestId("leave").WaitFor())
 	screenshot(t, fan, "en-seats-leave")
 	must(t, "leave the sale", fan.GetByTestId("leave").Click())
-	must(t, "back on the event", fan.WaitForURL(fmt.Sprintf("%s/events/%d", a.URL, id)))
+	waitForURL(t, fan, "back on the event", fmt.Sprintf("%s/events/%d", a.URL, id))
 }

@@ -107,9 +107,9 @@ func TestEvent_SeatStatus(t *testing.T) {
 	shoot("all-taken", "all-taken", false)
 
 	must(t, "check out", fan.GetByTestId("checkout").Click())
-	must(t, "wait for the PG's page", fan.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+	waitForURL(t, fan, "wait for the PG's page", a.URL+"/sandbox-pg/checkout?**")
 	must(t, "pay", fan.GetByTestId("pg-pay").Click())
-	must(t, "wait for the order page", fan.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, fan, "wait for the order page", a.URL+"/orders/**")
 	must(t, "wait for the tickets", fan.GetByTestId("ticket").Nth(1).WaitFor())
 	shoot("sold-out", "sold-out", false)
 }

@@ -72,7 +72,7 @@ func TestJourney_Korean(t *testing.T) {
 	screenshot(t, page, "ko-signup-refused")
 	must(t, "fill password", page.GetByLabel(ko("field_password_new", "Min", boxoffice.MinPasswordLen)).Fill("correct horse"))
 	must(t, "sign up", page.GetByTestId("signup-submit").Click())
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	if got := text(t, page, "nav-account"); got != "김팬" {
 		t.Fatalf("after sign-up the nav shows %q, want 김팬", got)
 	}
@@ -90,7 +90,7 @@ func TestJourney_Korean(t *testing.T) {
 	screenshot(t, page, "ko-event")
 
 	must(t, "join the queue", page.GetByTestId("join-queue").Click())
-	must(t, "wait for the seat map", page.WaitForURL(a.URL+"/events/"+itoa(hall)+"/seats"))
+	waitForURL(t, page, "wait for the seat map", a.URL+"/events/"+itoa(hall)+"/seats")
 	waitSeatMap(t, page)
 	wantLang(t, page, views.Korean)
 	labels := []string{"1층 C-3-10", "1층 C-3-11"}
@@ -120,14 +120,14 @@ func TestJourney_Korean(t *testing.T) {
 	waitSeatMap(t, page)
 
 	must(t, "check out", page.GetByTestId("checkout").Click())
-	must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+	waitForURL(t, page, "wait for the PG's page", a.URL+"/sandbox-pg/checkout?**")
 	wantLang(t, page, views.Korean)
 	if got := text(t, page, "pg-pay"); !strings.HasSuffix(got, "원 결제하기") {
 		t.Errorf("the pay button reads %q, want the amount in won and 결제하기", got)
 	}
 	screenshot(t, page, "ko-sandbox-pg")
 	must(t, "pay", page.GetByTestId("pg-pay").Click())
-	must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 	must(t, "wait for the tickets", page.GetByTestId("ticket").Nth(1).WaitFor())
 	if got := text(t, page, "order-status"); got != ko("order_status_confirmed") {
 		t.Errorf("order-status %q, want %s", got, ko("order_status_confirmed"))
@@ -163,7 +163,7 @@ func TestJourney_Korean(t *testing.T) {
 	must(t, "fill e-mail", admin.GetByLabel(ko("field_email")).Fill("admin@boxoffice.test"))
 	must(t, "fill password", admin.GetByLabel(ko("field_password")).Fill(demoPassword))
 	must(t, "log in", admin.GetByTestId("login-submit").Click())
-	must(t, "wait for home", admin.WaitForURL(a.URL+"/"))
+	waitForURL(t, admin, "wait for home", a.URL+"/")
 	for name, path := range map[string]string{"admin": "/admin", "admin-event": "/admin/events/" + itoa(hall) + "/edit", "admin-live": "/admin/events/" + itoa(hall) + "/live"} {
 		_, err := admin.Goto(a.URL + path)
 		must(t, "open "+name, err)

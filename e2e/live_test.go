@@ -56,7 +56,7 @@ func TestLive_FiguresMoveAndBroadcast(t *testing.T) {
 	waitFigure(t, admin, "live-held", held+2)
 	waitFigure(t, admin, "live-free", free-2)
 	must(t, "pay", buyer.GetByTestId("pg-pay").Click())
-	must(t, "wait for the order page", buyer.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, buyer, "wait for the order page", a.URL+"/orders/**")
 	waitFigure(t, admin, "live-sold", sold+2)
 	waitFigure(t, admin, "live-held", held)
 	screenshot(t, admin, "live-figures-en")

@@ -263,3 +263,24 @@ func count(t *testing.T, page playwright.Page, id string) string {
 	must(t, "read "+id, err)
 	return s
 }
+
+// waitForURL waits until page is at url (a glob string or a
+// *regexp.Regexp, as Playwright's WaitForURL takes it, with its options). When the page is not there in time, the test
+// fails with where the page is instead, the first 2,000 characters it reads
+// and a screenshot of its viewport (e2e/screenshots/lost-<test>.png): a
+// click that led elsewhere, or nowhere, leaves nothing else to say why.
+func waitForURL(t *testing.T, page playwright.Page, what string, url any, opts ...playwright.PageWaitForURLOptions) {
+	t.Helper()
+	err := page.WaitForURL(url, opts...)
+	if err == nil {
+		return
+	}
+	body, readErr := page.Locator("body").InnerText(playwright.LocatorInnerTextOptions{Timeout: playwright.Float(5000)})
+	if readErr != nil {
+		body = "(unreadable: " + readErr.Error() + ")"
+	} else if len(body) > 2000 {
+		body = body[:2000] + "…"
+	}
+	saveScreenshot(t, page, "lost-"+strings.ReplaceAll(t.Name(), "/", "-"), false)
+	t.Fatalf("%s: %v\nthe page is at %s and reads:\n%s", what, err, page.URL(), body)
+}

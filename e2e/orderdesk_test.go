@@ -17,7 +17,7 @@ func TestOrderDesk_FindRefundSeatFree(t *testing.T) {
 	enter(t, a, buyer, hall)
 	holdAndCheckOut(t, a, buyer, refunded, kept)
 	must(t, "pay", buyer.GetByTestId("pg-pay").Click())
-	must(t, "wait for the order page", buyer.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, buyer, "wait for the order page", a.URL+"/orders/**")
 
 	admin := login(t, a, "admin@boxoffice.test")
 	must(t, "resize", admin.SetViewportSize(390, 844))
@@ -36,7 +36,7 @@ func TestOrderDesk_FindRefundSeatFree(t *testing.T) {
 	fitsPhone(t, admin, "the order desk")
 	screenshot(t, admin, "order-desk-search-en")
 	must(t, "open the order", admin.GetByTestId("order-link").Click())
-	must(t, "wait for the order", admin.WaitForURL(a.URL+"/admin/orders/**"))
+	waitForURL(t, admin, "wait for the order", a.URL+"/admin/orders/**")
 
 	must(t, "tick "+refunded, admin.Locator(`[data-testid="refund-seat"][value="`+refunded+`"]`).Check())
 	must(t, "write the reason", admin.GetByTestId("refund-reason").Fill("Seat moved for the camera"))

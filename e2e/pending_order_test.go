@@ -66,13 +66,13 @@ func TestPendingOrder_Screens(t *testing.T) {
 
 			openSeatMap(t, a, page, hall)
 			must(t, "open the order", page.GetByTestId("in-order-"+labels[0]).Click())
-			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 			must(t, "pay", page.GetByTestId("order-pay").Click())
-			must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+			waitForURL(t, page, "wait for the PG's page", a.URL+"/sandbox-pg/checkout?**")
 			_, err := page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
 			must(t, "choose the tampered amount", err)
 			must(t, "pay", page.GetByTestId("pg-pay").Click())
-			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 			must(t, "wait for the failed order's seats", page.GetByTestId("order-failed-held").WaitFor())
 			screenshotWidths(t, page, lang, "order-failed-held")
 

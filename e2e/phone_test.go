@@ -96,9 +96,9 @@ func TestPhone_BestAvailableAndTickets(t *testing.T) {
 			screenshot(t, page, lang+"-phone-hand")
 
 			must(t, "check out", page.GetByTestId("checkout").Click())
-			must(t, "wait for the PG's page", page.WaitForURL(a.URL+"/sandbox-pg/checkout?**"))
+			waitForURL(t, page, "wait for the PG's page", a.URL+"/sandbox-pg/checkout?**")
 			must(t, "pay", page.GetByTestId("pg-pay").Click())
-			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 			must(t, "wait for the tickets", page.GetByTestId("ticket").Nth(2).WaitFor())
 			words := views.In(lang, boxoffice.M("ticket_seat", "Section", "1층 C", "Row", "7", "Number", n))
 			seats, err := page.GetByTestId("ticket-seat").AllTextContents()
@@ -397,7 +397,7 @@ func TestPhone_PinchZoom(t *testing.T) {
 	_, err := page.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
 	submitLogin(t, page, "fan3@boxoffice.test")
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	enter(t, a, page, hall)
 	host := page.Locator("#seatmap-host")
 	before, err := host.BoundingBox()
@@ -518,7 +518,7 @@ func TestPhone_AmountRefusedAndLeft(t *testing.T) {
 			_, err := page.GetByTestId("pg-scenario").SelectOption(playwright.SelectOptionValues{Values: &[]string{"tamper_amount"}})
 			must(t, "choose the tampered amount", err)
 			must(t, "pay", page.GetByTestId("pg-pay").Click())
-			must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+			waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 			if got, want := text(t, page, "order-failure"), views.In(lang, boxoffice.M("order_fail_amount_uncharged")); got != want {
 				t.Errorf("order-failure %q, want %q", got, want)
 			}
@@ -527,7 +527,7 @@ func TestPhone_AmountRefusedAndLeft(t *testing.T) {
 
 			enter(t, a, page, hall)
 			must(t, "leave the sale", page.GetByTestId("leave").Click())
-			must(t, "wait for the event page", page.WaitForURL(a.URL+"/events/"+strconv.FormatInt(hall, 10)))
+			waitForURL(t, page, "wait for the event page", a.URL+"/events/"+strconv.FormatInt(hall, 10))
 			_, err = page.Goto(a.URL + "/events/" + strconv.FormatInt(hall, 10) + "/queue")
 			must(t, "open the waiting room", err)
 			if got, want := text(t, page, "queue-left"), views.In(lang, boxoffice.M("entry_left")); got != want {

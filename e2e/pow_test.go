@@ -51,7 +51,7 @@ func TestQueue_JoinWithProofOfWork(t *testing.T) {
 	must(t, "phone width", fan.SetViewportSize(390, 844))
 	screenshot(t, fan, "join-challenge-en-phone")
 	must(t, "join", fan.GetByTestId("join-queue").Click())
-	must(t, "wait for the waiting room", fan.WaitForURL(room))
+	waitForURL(t, fan, "wait for the waiting room", room)
 	if got := text(t, fan, "queue-position"); got != "1" {
 		t.Errorf("the fan who solved the proof is at position %q, want 1", got)
 	}
@@ -62,13 +62,13 @@ func TestQueue_JoinWithProofOfWork(t *testing.T) {
 	must(t, "fill e-mail", ko.Locator(`input[name="email"]`).Fill("fan2@boxoffice.test"))
 	must(t, "fill password", ko.Locator(`input[name="password"]`).Fill(demoPassword))
 	must(t, "log in", ko.GetByTestId("login-submit").Click())
-	must(t, "wait for home", ko.WaitForURL(a.URL+"/"))
+	waitForURL(t, ko, "wait for home", a.URL+"/")
 	_, err = ko.Goto(event)
 	must(t, "open the event in Korean", err)
 	must(t, "phone width", ko.SetViewportSize(390, 844))
 	screenshot(t, ko, "join-challenge-ko-phone")
 	must(t, "join in Korean", ko.GetByTestId("join-queue").Click())
-	must(t, "wait for the waiting room in Korean", ko.WaitForURL(room))
+	waitForURL(t, ko, "wait for the waiting room in Korean", room)
 
 	bctx, err := browser.NewContext(playwright.BrowserNewContextOptions{JavaScriptEnabled: playwright.Bool(false)})
 	must(t, "open a context without JavaScript", err)
@@ -79,7 +79,7 @@ func TestQueue_JoinWithProofOfWork(t *testing.T) {
 	_, err = nojs.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
 	submitLogin(t, nojs, "fan3@boxoffice.test")
-	must(t, "wait for home", nojs.WaitForURL(a.URL+"/"))
+	waitForURL(t, nojs, "wait for home", a.URL+"/")
 	_, err = nojs.Goto(event)
 	must(t, "open the event without JavaScript", err)
 	if got := text(t, nojs, "join-challenge-noscript"); got == "" {

@@ -51,7 +51,7 @@ func login(t *testing.T, a *app, email string) playwright.Page {
 	_, err := page.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
 	submitLogin(t, page, email)
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	return page
 }
 
@@ -62,7 +62,7 @@ func logInWithLang(t *testing.T, a *app, bctx playwright.BrowserContext, page pl
 	_, err := page.Goto(a.URL + "/login")
 	must(t, "open log-in", err)
 	submitLogin(t, page, email)
-	must(t, "wait for home", page.WaitForURL(a.URL+"/"))
+	waitForURL(t, page, "wait for home", a.URL+"/")
 	must(t, "choose "+lang, bctx.AddCookies([]playwright.OptionalCookie{{Name: "boxoffice_lang", Value: lang, URL: playwright.String(a.URL)}}))
 }
 
@@ -119,7 +119,7 @@ func TestQueue_TwoFansAdmittedLive(t *testing.T) {
 		_, err := fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
 		must(t, "open the event", err)
 		must(t, "join", fan.GetByTestId("join-queue").Click())
-		must(t, "wait for the waiting room", fan.WaitForURL(room))
+		waitForURL(t, fan, "wait for the waiting room", room)
 		if got := text(t, fan, "queue-position"); got != fmt.Sprint(i) {
 			t.Fatalf("fan %d is at position %s, want %d", i, got, i)
 		}
@@ -143,11 +143,11 @@ func TestQueue_TwoFansAdmittedLive(t *testing.T) {
 	must(t, "resume", admin.GetByTestId("resume").Click())
 	must(t, "wait for the pause button", admin.GetByTestId("pause").WaitFor())
 
-	must(t, "first fan reaches the seat map", fans[0].WaitForURL(seats))
+	waitForURL(t, fans[0], "first fan reaches the seat map", seats)
 	if polls.Load() == 0 {
 		t.Error("the first fan got to the seat map without polling, though its stream was blocked")
 	}
-	must(t, "second fan reaches the seat map", second.WaitForURL(seats))
+	waitForURL(t, second, "second fan reaches the seat map", seats)
 	seen, err := second.Evaluate(`() => sessionStorage.getItem("boNobodyAhead")`)
 	must(t, "read what the page showed", err)
 	if seen != loaded {
@@ -176,7 +176,7 @@ func TestQueue_ResetAfterRedisLost(t *testing.T) {
 	_, err := fan.Goto(fmt.Sprintf("%s/events/%d", a.URL, id))
 	must(t, "open the event", err)
 	must(t, "join", fan.GetByTestId("join-queue").Click())
-	must(t, "wait for the waiting room", fan.WaitForURL(room))
+	waitForURL(t, fan, "wait for the waiting room", room)
 	// Mark the rendered state, and wait for the stream to replace it.
 	_, err = fan.Evaluate(`() => document.querySelector('[data-testid="queue-state"]').dataset.boRendered = "1"`)
 	must(t, "mark the state", err)
@@ -206,7 +206,7 @@ func TestQueue_ResetAfterRedisLost(t *testing.T) {
 		must(t, "reload", err)
 	}
 	submitLogin(t, fan, "fan1@boxoffice.test")
-	must(t, "back in the waiting room", fan.WaitForURL(room))
+	waitForURL(t, fan, "back in the waiting room", room)
 	if got := text(t, fan, "queue-reset"); !strings.HasPrefix(got, "The line was reset.") {
 		t.Errorf("after log-in the waiting room says %q, want that the line was reset", got)
 	}

@@ -47,7 +47,7 @@ func enter(t *testing.T, a *app, page playwright.Page, eventID int64) {
 	_, err := page.Goto(a.URL + "/events/" + strconv.FormatInt(eventID, 10))
 	must(t, "open the event", err)
 	must(t, "join the queue", page.GetByTestId("join-queue").Click())
-	must(t, "wait for the seat map", page.WaitForURL(a.URL+"/events/"+strconv.FormatInt(eventID, 10)+"/seats"))
+	waitForURL(t, page, "wait for the seat map", a.URL+"/events/"+strconv.FormatInt(eventID, 10)+"/seats")
 	waitSeatMap(t, page)
 }
 

@@ -139,7 +139,7 @@ func TestCheckout_Toss(t *testing.T) {
 	must(t, "hold", page.GetByTestId("hold-submit").Click())
 	must(t, "wait for the held seats", page.Locator(`[data-testid=held-seats] li`).Nth(len(labels)-1).WaitFor())
 	must(t, "check out", page.GetByTestId("checkout").Click())
-	must(t, "wait for our checkout page", page.WaitForURL(a.URL+"/payments/checkout?**"))
+	waitForURL(t, page, "wait for our checkout page", a.URL+"/payments/checkout?**")
 
 	// The window opened by itself and the buyer closed it.
 	must(t, "wait for the closed-window sentence", page.GetByTestId("toss-closed").WaitFor())
@@ -154,7 +154,7 @@ func TestCheckout_Toss(t *testing.T) {
 	screenshot(t, page, "checkout-toss-closed-phone")
 
 	must(t, "open the window again", page.GetByTestId("toss-pay").Click())
-	must(t, "wait for the order page", page.WaitForURL(a.URL+"/orders/**"))
+	waitForURL(t, page, "wait for the order page", a.URL+"/orders/**")
 	must(t, "wait for the tickets", page.GetByTestId("ticket").Nth(1).WaitFor())
 	if got := text(t, page, "order-status"); got != "Confirmed" {
 		t.Fatalf("order-status %q, want Confirmed", got)
@@ -192,7 +192,7 @@ func TestCheckout_TossScriptBlocked(t *testing.T) {
 	must(t, "hold", page.GetByTestId("hold-submit").Click())
 	must(t, "wait for the held seat", page.Locator(`[data-testid=held-seats] li`).First().WaitFor())
 	must(t, "check out", page.GetByTestId("checkout").Click())
-	must(t, "wait for our checkout page", page.WaitForURL(a.URL+"/payments/checkout?**"))
+	waitForURL(t, page, "wait for our checkout page", a.URL+"/payments/checkout?**")
 	must(t, "wait for the unavailable sentence", page.GetByTestId("toss-unavailable").WaitFor())
 	if got, want := text(t, page, "toss-unavailable"), views.In(views.English, boxoffice.M("checkout_script_failed")); got != want {
 		t.Errorf("toss-unavailable %q, want %q", got, want)
