@@ -586,3 +586,43 @@ func TestHolds_Hold_SaleClosed(t *testing.T) {
 		t.Errorf("holds after a refused hold: %v, want none", m.Holds.Seats)
 	}
 }
+
+// A hold that adds seats to the fan's earlier holds says so beside the
+// heading that counts them all: how many it added, how many the fan now
+// holds, and the same time left as the countdown below it (the first hold's
+// end, which comes before the new seats'), in the language of the page that
+// shows it, by a form (the flash on the list of the section) and by htmx.
+func TestHolds_HoldMore(t *testing.T) {
+	t.Parallel()
+	app := newTestApp(t)
+	e := app.newSeatEvent(t)
+	for _, tt := range []struct {
+		name, lang, email string
+		earlier, more     []string
+		heading, added    string
+	}{
+		{"Form", "en", "form@example.com", []string{"A-1-1", "A-1-2"}, []string{"A-2-1", "A-2-2", "A-2-3"}, "Your held seats (5)", "3 seats added: you now hold 5. Pay within "},
+		{"HTMX", "ko", "htmx@example.com", []string{"A-1-4", "A-1-5"}, []string{"A-3-4"}, "선점한 좌석 3석", "좌석 1석을 추가로 선점해 모두 3석을 선점하고 있습니다. 가장 먼저 선점이 끝나는 좌석이 "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := app.newFan(t, tt.email, e.ID)
+			hold(t, c, e.ID, tt.earlier...)
+			var resp *http.Response
+			if tt.name == "HTMX" {
+				resp = c.do("POST", holdsPath(e.ID), url.Values{"seat": tt.more}, "HX-Request: true", "Accept-Language: "+tt.lang)
+				wantStatus(t, resp, http.StatusOK)
+			} else {
+				wantStatus(t, c.do("POST", holdsPath(e.ID), url.Values{"seat": tt.more, "section": {"A"}}), http.StatusSeeOther)
+				resp = c.do("GET", seatsPath(e.ID)+"?section=A", nil, "Accept-Language: "+tt.lang)
+			}
+			d := doc(t, resp)
+			notice, countdown := testid(d, "hold-notice"), d.Find(`[data-countdown]`).Text()
+			if got := testid(d, "hold-count"); got != tt.heading {
+				t.Errorf("heading = %q, want %q", got, tt.heading)
+			}
+			if !strings.HasPrefix(notice, tt.added) || countdown == "" || !strings.Contains(notice, countdown) {
+				t.Errorf("notice = %q, want it to start %q and give the countdown's %q", notice, tt.added, countdown)
+			}
+		})
+	}
+}

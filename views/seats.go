@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/boxoffice/boxoffice"
@@ -456,20 +455,25 @@ func cmpFloat(a, b float64) int {
 // kept as a flash in the session (EncodeNotice) is shown in the language of
 // the page that shows it, not of the one that made it. Msg is the sentence;
 // Seat, when set, is a label that Text describes into Msg's "Seat"
-// argument; TTL, when set, is Msg's "Time" argument as a duration; Seats
-// are labels listed after the sentence (the first noticeSeats of them).
-// Error marks a refusal. The zero Notice is none.
+// argument; Held marks a granted hold's notice (HeldNotice), whose total and
+// time Text takes from the holds the panel shows; Seats are labels listed
+// after the sentence (the first noticeSeats of them). Error marks a
+// refusal. The zero Notice is none.
 type Notice struct {
 	Msg   boxoffice.Msg `json:"msg"`
 	Seat  string        `json:"seat,omitempty"`
-	TTL   time.Duration `json:"ttl,omitempty"`
+	Held  bool          `json:"held,omitempty"`
 	Seats []string      `json:"seats,omitempty"`
 	Error bool          `json:"error,omitempty"`
 }
 
-// HeldNotice says that n seats are now held for ttl.
-func HeldNotice(n int, ttl time.Duration) Notice {
-	return Notice{Msg: boxoffice.M("hold_notice", "Count", n), TTL: ttl}
+// HeldNotice says that n seats were just held. It carries no time: Text
+// gives the time left until the fan's first hold ends, as the panel's
+// countdown does, since seats held earlier end before the new ones (the
+// new seats' own TTL would contradict the countdown), and a flash is shown
+// a moment after it was made.
+func HeldNotice(n int) Notice {
+	return Notice{Msg: boxoffice.M("hold_notice", "Count", n), Held: true}
 }
 
 // ReleasedNotice says that the seat with the label is free again.
@@ -494,9 +498,15 @@ func RefusedNotice(err error) Notice {
 }
 
 // Text is the notice in ctx's language, its seats described as m describes
-// them (by their labels when m is nil); "" for the zero Notice.
-func (n Notice) Text(ctx context.Context, m *SeatMap) string {
-	if n.Msg.ID == "" {
+// them (by their labels when m is nil); "" for the zero Notice. A held
+// notice (HeldNotice) is told with st, the fan's holds that the panel shows
+// beside it, so that the three agree: when the fan held seats before, it
+// says that Count seats were added to the len(st.Mine) now held
+// (hold_notice_added, else hold_notice), and its time is st.HoldsTTL, where
+// the countdown starts; "" when st has no holds left (they ended before the
+// notice was shown, and the panel says there are none).
+func (n Notice) Text(ctx context.Context, m *SeatMap, st boxoffice.SeatMapState) string {
+	if n.Msg.ID == "" || n.Held && len(st.Mine) == 0 {
 		return ""
 	}
 	describe := func(l string) string {
@@ -506,15 +516,18 @@ func (n Notice) Text(ctx context.Context, m *SeatMap) string {
 		return m.Describe(ctx, l)
 	}
 	msg := boxoffice.Msg{ID: n.Msg.ID, Args: maps.Clone(n.Msg.Args)}
-	if n.Seat != "" || n.TTL != 0 {
+	if n.Seat != "" || n.Held {
 		if msg.Args == nil {
 			msg.Args = map[string]any{}
 		}
 		if n.Seat != "" {
 			msg.Args["Seat"] = describe(n.Seat)
 		}
-		if n.TTL != 0 {
-			msg.Args["Time"] = Duration(ctx, n.TTL)
+		if n.Held {
+			if count, ok := msg.Args["Count"].(int); ok && len(st.Mine) > count {
+				msg.ID, msg.Args["Total"] = "hold_notice_added", len(st.Mine)
+			}
+			msg.Args["Time"] = Duration(ctx, st.HoldsTTL)
 		}
 	}
 	text := Say(ctx, msg)
@@ -536,7 +549,7 @@ func (n Notice) Text(ctx context.Context, m *SeatMap) string {
 func EncodeNotice(n Notice) string {
 	b, err := json.Marshal(n)
 	if err != nil { // an argument JSON cannot hold: the sentence without it
-		b, _ = json.Marshal(Notice{Msg: boxoffice.M(n.Msg.ID), Seat: n.Seat, TTL: n.TTL, Seats: n.Seats, Error: n.Error})
+		b, _ = json.Marshal(Notice{Msg: boxoffice.M(n.Msg.ID), Seat: n.Seat, Held: n.Held, Seats: n.Seats, Error: n.Error})
 	}
 	return string(b)
 }

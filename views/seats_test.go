@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/boxoffice/boxoffice"
 )
 
@@ -18,6 +19,16 @@ func testEvent() *boxoffice.Event {
 		{Code: "R", Name: boxoffice.Text{"en": "R seat", "ko": "R석"}, Price: 150000, Color: "#c0392b"},
 		{Code: "S", Name: boxoffice.Text{"en": "S seat", "ko": "S석"}, Price: 90000, Color: "#2980b9"},
 	}}
+}
+
+// heldFor is the state of a fan who holds n seats, the first of which is
+// released in ttl.
+func heldFor(n int, ttl time.Duration) boxoffice.SeatMapState {
+	st := boxoffice.SeatMapState{HoldsTTL: ttl}
+	for i := range n {
+		st.Mine = append(st.Mine, "A-1-"+strconv.Itoa(i+1))
+	}
+	return st
 }
 
 func generated(t *testing.T, specs ...boxoffice.SectionSpec) []boxoffice.Seat {
@@ -129,21 +140,22 @@ func TestSeatMap_SeatsMarkup(t *testing.T) {
 func TestNotices(t *testing.T) {
 	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
 	en, ko := in(English), in(Korean)
-	if got := HeldNotice(1, 299400*time.Millisecond).Text(en, m); got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
+	var st boxoffice.SeatMapState
+	if got := HeldNotice(1).Text(en, m, heldFor(1, 299400*time.Millisecond)); got != "You hold 1 seat for 4 min 59 s. Pay before the time runs out." {
 		t.Errorf("HeldNotice = %q", got)
 	}
 	err := &boxoffice.Error{Code: boxoffice.ESEATTAKEN, Details: map[string]any{
 		"seats": []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5", "A-1-6", "A-1-7"},
 	}}
 	n := RefusedNotice(errors.Join(errors.New("context"), err))
-	if text := n.Text(en, m); !n.Error || !strings.HasPrefix(text, "Some of these seats are already sold or were just chosen by someone else. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(text, "; and 2 more)") {
+	if text := n.Text(en, m, st); !n.Error || !strings.HasPrefix(text, "Some of these seats are already sold or were just chosen by someone else. Please choose others. (Section A, row 1, seat 1, R seat, ₩150,000; ") || !strings.HasSuffix(text, "; and 2 more)") {
 		t.Errorf("RefusedNotice = %+v: %q", n, text)
 	}
 	n = RefusedNotice(err)
-	if text := n.Text(ko, m); !strings.HasPrefix(text, "이미 판매되었거나 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(text, "; 외 2석)") {
+	if text := n.Text(ko, m, st); !strings.HasPrefix(text, "이미 판매되었거나 다른 분이 선택한 좌석이 있습니다. 다른 좌석을 선택해 주세요. (A구역 1열 1번 · R석 · 150,000원; ") || !strings.HasSuffix(text, "; 외 2석)") {
 		t.Errorf("RefusedNotice(ko) = %+v: %q", n, text)
 	}
-	if got := ReleasedNotice("A-1-8").Text(en, m); got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
+	if got := ReleasedNotice("A-1-8").Text(en, m, st); got != "You let go of Section A, row 1, seat 8, R seat, ₩150,000." {
 		t.Errorf("ReleasedNotice = %q", got)
 	}
 }
@@ -155,30 +167,31 @@ func TestNotices(t *testing.T) {
 func TestNotice_Encoded(t *testing.T) {
 	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
 	en, ko := in(English), in(Korean)
+	st := heldFor(2, 5*time.Minute)
 	for _, tt := range []struct {
 		n      Notice
 		en, ko string
 	}{
 		{ReleasedNotice("A-1-8"), "You let go of Section A, row 1, seat 8, R seat, ₩150,000.", "A구역 1열 8번 · R석 · 150,000원 좌석의 선점을 해제했습니다."},
-		{HeldNotice(2, 5*time.Minute), "You hold 2 seats for 5 min 00 s. Pay before the time runs out.", ""},
+		{HeldNotice(2), "You hold 2 seats for 5 min 00 s. Pay before the time runs out.", ""},
 		{RefusedNotice(&boxoffice.Error{Code: boxoffice.ELIMITEXCEEDED, Msg: boxoffice.M("hold_limit", "Limit", 1234)}), "", ""},
 	} {
 		got := DecodeNotice(EncodeNotice(tt.n))
 		if !reflect.DeepEqual(got, tt.n) {
 			t.Errorf("DecodeNotice(EncodeNotice(%+v)) = %+v", tt.n, got)
 		}
-		if tt.en != "" && got.Text(en, m) != tt.en {
-			t.Errorf("%+v in English = %q, want %q", got, got.Text(en, m), tt.en)
+		if tt.en != "" && got.Text(en, m, st) != tt.en {
+			t.Errorf("%+v in English = %q, want %q", got, got.Text(en, m, st), tt.en)
 		}
-		if tt.ko != "" && got.Text(ko, m) != tt.ko {
-			t.Errorf("%+v in Korean = %q, want %q", got, got.Text(ko, m), tt.ko)
+		if tt.ko != "" && got.Text(ko, m, st) != tt.ko {
+			t.Errorf("%+v in Korean = %q, want %q", got, got.Text(ko, m, st), tt.ko)
 		}
-		if got.Text(en, m) == got.Text(ko, m) {
-			t.Errorf("%+v says %q in both languages", got, got.Text(en, m))
+		if got.Text(en, m, st) == got.Text(ko, m, st) {
+			t.Errorf("%+v says %q in both languages", got, got.Text(en, m, st))
 		}
 	}
 	for _, s := range []string{"", "You let go of A-1-8.", "{"} {
-		if n := DecodeNotice(s); n.Text(en, m) != "" {
+		if n := DecodeNotice(s); n.Text(en, m, st) != "" {
 			t.Errorf("DecodeNotice(%q) = %+v, want none", s, n)
 		}
 	}
@@ -203,5 +216,39 @@ func TestNewSeatMap_Demo(t *testing.T) {
 	// floor block F2's first row is at y -200, x -114 to 114
 	if st := m.Stage; st.Y+st.H > -200 || st.X > -114 || st.X+st.W < 114 || st.W > 760 {
 		t.Errorf("stage %+v, want it in front of the floor blocks and no wider than them", st)
+	}
+}
+
+// A hold that adds seats to those the fan already held says how many it
+// added and how many the fan now holds, as the heading beside it counts
+// them, and gives the time the countdown below it starts from (the first
+// hold's end, not the new seats' longer TTL), in both languages.
+func TestHoldPanel_AddedNotice(t *testing.T) {
+	m := NewSeatMap(testEvent(), generated(t, boxoffice.SectionSpec{Name: "A", Rows: 1, SeatsPerRow: 8, Grade: "R"}))
+	st := boxoffice.SeatMapState{Mine: []string{"A-1-1", "A-1-2", "A-1-3", "A-1-4", "A-1-5"}, HoldsTTL: 3 * time.Minute}
+	for _, tt := range []struct {
+		lang, heading, notice, countdown string
+	}{
+		{English, "Your held seats (5)", "3 seats added: you now hold 5. Pay within 3 min 00 s, before the first of them is released.", "3 min 00 s"},
+		{Korean, "선점한 좌석 5석", "좌석 3석을 추가로 선점해 모두 5석을 선점하고 있습니다. 가장 먼저 선점이 끝나는 좌석이 3분 00초 뒤에 해제되니 그 전에 결제해 주세요.", "3분 00초"},
+	} {
+		var buf bytes.Buffer
+		p := HoldPanelData{Map: m, State: st, Limit: 5, Notice: HeldNotice(3)}
+		if err := HoldPanel(p).Render(in(tt.lang), &buf); err != nil {
+			t.Fatal(err)
+		}
+		d, err := goquery.NewDocumentFromReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.Find(`[data-testid=hold-count]`).Text(); got != tt.heading {
+			t.Errorf("%s: heading = %q, want %q", tt.lang, got, tt.heading)
+		}
+		if got := d.Find(`[data-testid=hold-notice]`).Text(); got != tt.notice {
+			t.Errorf("%s: notice = %q, want %q", tt.lang, got, tt.notice)
+		}
+		if got := d.Find(`[data-countdown]`).Text(); got != tt.countdown {
+			t.Errorf("%s: countdown = %q, want %q", tt.lang, got, tt.countdown)
+		}
 	}
 }

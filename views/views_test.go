@@ -90,7 +90,7 @@ func TestT_Plural(t *testing.T) {
 		{English, 2, "You hold 2 seats for 5 min 00 s. Pay before the time runs out."},
 		{Korean, 1, "좌석 1석을 5분 00초 동안 선점했습니다. 시간 안에 결제해 주세요."},
 	} {
-		if got := HeldNotice(tt.count, 5*time.Minute).Text(in(tt.lang), nil); got != tt.want {
+		if got := HeldNotice(tt.count).Text(in(tt.lang), nil, heldFor(tt.count, 5*time.Minute)); got != tt.want {
 			t.Errorf("HeldNotice(%s, %d) = %q, want %q", tt.lang, tt.count, got, tt.want)
 		}
 	}
