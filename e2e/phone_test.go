@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -561,4 +562,115 @@ func phonePageWithoutJS(t *testing.T, bctx playwright.BrowserContext) playwright
 	plain, err := noJS.NewPage()
 	must(t, "open a page without JavaScript", err)
 	return plain
+}
+
+// Without JavaScript, in English and in Korean, the list of a section's
+// seats, after a second hold (whose notice says what it added), keeps each
+// seat's status with its seat: at a short phone's 375 × 667, a phone's
+// 390 × 844 and a desktop's 1280 × 800, each "(held by you)" lies on one
+// line just after its seat's number, within the seat's label, and no seat's
+// label overlaps another's, so that no status sits in the gap before the
+// next seat, where it reads as that seat's. Screenshots:
+// e2e/screenshots/<lang>-list-status-nojs-<width>x<height> (the whole page)
+// and its -row (the fan's row, which a phone's hold bar covers in the other).
+func TestPhone_SectionListStatusWithSeat(t *testing.T) {
+	a := startApp(t, "ADMISSION_TICK=200ms")
+	hall := demoEvents(t, a)[demo.HallName]
+	for i, lang := range []string{views.English, views.Korean} {
+		t.Run(lang, func(t *testing.T) {
+			bctx, page := newPageIn(t, "en-US")
+			logInWithLang(t, a, bctx, page, "fan"+strconv.Itoa(i+1)+"@boxoffice.test", lang)
+			enter(t, a, page, hall)
+			plain := phonePageWithoutJS(t, bctx)
+			_, err := plain.Goto(a.URL + views.SectionSeatsURL(hall, "1층 C"))
+			must(t, "open the section's list", err)
+			// Each language's fan holds seats of a row of their own (the
+			// Korean fan's list shows the English fan's as held by someone
+			// else): the first two, then a middle one and the last.
+			row := plain.Locator(`fieldset.list-row`).Nth(2 + i)
+			boxes := row.Locator(`input[name=seat]`)
+			n, err := boxes.Count()
+			must(t, "count the row's seats", err)
+			for held, seats := range [][]int{{0, 1}, {n / 2, n - 1}} {
+				for _, k := range seats {
+					must(t, "choose a seat", boxes.Nth(k).Check())
+				}
+				must(t, "hold", plain.GetByTestId("list-submit").Click())
+				must(t, "wait for the held seats", plain.Locator(`[data-testid=held-seats] li`).Nth(2*held+1).WaitFor())
+			}
+			// The second hold's notice says it added 2 seats to make 4, and
+			// gives the countdown's time.
+			countdown, err := plain.Locator(`[data-countdown]`).First().TextContent()
+			must(t, "read the countdown", err)
+			want := views.In(lang, boxoffice.M("hold_notice_added", "Count", 2, "Total", 4, "Time", strings.TrimSpace(countdown)))
+			if got := text(t, plain, "hold-notice"); got != want {
+				t.Errorf("hold-notice %q, want %q", got, want)
+			}
+			for _, size := range [][2]int{{375, 667}, {390, 844}, {1280, 800}} {
+				must(t, "resize", plain.SetViewportSize(size[0], size[1]))
+				name := fmt.Sprintf("%s-list-status-nojs-%dx%d", lang, size[0], size[1])
+				screenshot(t, plain, name)
+				screenshotUnderBar(t, plain, row, name+"-row")
+				wantStatusWithSeat(t, plain, name)
+			}
+		})
+	}
+}
+
+// screenshotUnderBar saves the element as e2e/screenshots/<name>.png with
+// the hold bar hidden, which on a phone stays over part of the page.
+func screenshotUnderBar(t *testing.T, page playwright.Page, el playwright.Locator, name string) {
+	t.Helper()
+	show := func(visibility string) {
+		_, err := page.Evaluate(`v => document.querySelector("[data-testid=hold-bar]").style.visibility = v`, visibility)
+		must(t, "set the hold bar's visibility", err)
+	}
+	show("hidden")
+	defer show("")
+	path, err := filepath.Abs(filepath.Join("screenshots", name+".png"))
+	must(t, "screenshot path", err)
+	_, err = el.Screenshot(playwright.LocatorScreenshotOptions{Path: playwright.String(path)})
+	must(t, "screenshot "+name, err)
+}
+
+// wantStatusWithSeat checks that each seat of the list that has a status
+// shows it on one line, on its number's line and just after the number
+// (within 16 px), inside the seat's label, and that no two seats' labels
+// overlap.
+func wantStatusWithSeat(t *testing.T, page playwright.Page, name string) {
+	t.Helper()
+	got, err := page.Evaluate(`() => {
+		const labels = [...document.querySelectorAll(".list-seat")];
+		const bad = [];
+		let statuses = 0;
+		const box = r => JSON.stringify([r.left, r.top, r.right, r.bottom].map(Math.round));
+		for (const l of labels) {
+			const small = l.querySelector("small");
+			if (!small) continue;
+			statuses++;
+			const number = [...l.childNodes].find(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim() !== "");
+			const range = document.createRange();
+			range.selectNodeContents(number);
+			const num = [...range.getClientRects()].filter(r => r.width > 0)[0], label = l.getBoundingClientRect();
+			const lines = [...small.getClientRects()].filter(r => r.width > 0);
+			const middle = lines.length ? (lines[0].top + lines[0].bottom) / 2 : 0;
+			const off = !num || lines.length !== 1 || lines[0].left < num.right || lines[0].left > num.right + 16 ||
+				lines[0].right > label.right + 0.5 || middle < num.top || middle > num.bottom;
+			if (off) bad.push(l.querySelector("input").value + " number " + (num ? box(num) : "none") + " status " + lines.map(box).join(" "));
+		}
+		for (let i = 0; i < labels.length; i++) {
+			const a = labels[i].getBoundingClientRect();
+			for (let j = i + 1; j < labels.length; j++) {
+				const b = labels[j].getBoundingClientRect();
+				if (a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5) {
+					bad.push(labels[i].querySelector("input").value + " overlaps " + labels[j].querySelector("input").value);
+				}
+			}
+		}
+		return statuses === 0 ? ["no seat shows a status"] : bad;
+	}`)
+	must(t, "measure the list's statuses", err)
+	if bad, _ := got.([]any); len(bad) > 0 {
+		t.Errorf("%s: statuses apart from their seats: %v", name, bad)
+	}
 }
