@@ -602,7 +602,7 @@ func TestHolds_HoldMore(t *testing.T) {
 		heading, added    string
 	}{
 		{"Form", "en", "form@example.com", []string{"A-1-1", "A-1-2"}, []string{"A-2-1", "A-2-2", "A-2-3"}, "Your held seats (5)", "3 seats added: you now hold 5. Pay within "},
-		{"HTMX", "ko", "htmx@example.com", []string{"A-1-4", "A-1-5"}, []string{"A-3-4"}, "선점한 좌석 3석", "좌석 1석을 추가로 선점해 모두 3석을 선점하고 있습니다. 가장 먼저 선점이 끝나는 좌석이 "},
+		{"HTMX", "ko", "htmx@example.com", []string{"A-1-4", "A-1-5"}, []string{"A-3-4"}, "선점한 좌석 3석", "좌석 1석을 추가로 선점해 모두 3석을 선점하고 있습니다. 가장 먼저 선점한 좌석이 "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := app.newFan(t, tt.email, e.ID)

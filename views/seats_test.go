@@ -230,7 +230,7 @@ func TestHoldPanel_AddedNotice(t *testing.T) {
 		lang, heading, notice, countdown string
 	}{
 		{English, "Your held seats (5)", "3 seats added: you now hold 5. Pay within 3 min 00 s, before the first of them is released.", "3 min 00 s"},
-		{Korean, "선점한 좌석 5석", "좌석 3석을 추가로 선점해 모두 5석을 선점하고 있습니다. 가장 먼저 선점이 끝나는 좌석이 3분 00초 뒤에 해제되니 그 전에 결제해 주세요.", "3분 00초"},
+		{Korean, "선점한 좌석 5석", "좌석 3석을 추가로 선점해 모두 5석을 선점하고 있습니다. 가장 먼저 선점한 좌석이 3분 00초 뒤에 해제되니 그 전에 결제해 주세요.", "3분 00초"},
 	} {
 		var buf bytes.Buffer
 		p := HoldPanelData{Map: m, State: st, Limit: 5, Notice: HeldNotice(3)}
