@@ -762,14 +762,23 @@ type AdmitResult struct {
 	Live     int     // live entry tokens after the batch
 }
 
-// Admit admits tick number tick's batch of the event in one Lua script: the
-// batch (boxoffice.AdmissionBatch of s.Rate, limited by s.MaxShoppers live
-// tokens) is taken from the head of the line; each fan gets an entry token
-// (128 bits from crypto/rand) bound to the session of their place, with
-// PXAT = now + s.TokenTTL, and leaves the line, all or nothing. A tick at or
-// before the last one admitted for the event changes nothing (Done false),
-// so racing admitters never admit twice. Paused or sold-out settings admit
-// nobody and are published to Position (QueueSoldOut, Paused).
+// Admit admits tick number tick's batch of the event: the batch
+// (boxoffice.AdmissionBatch of s.Rate, limited by s.MaxShoppers live tokens)
+// is taken from the head of the line; each fan gets an entry token (128 bits
+// from crypto/rand) bound to the session of their place, with PXAT = now +
+// s.TokenTTL, and leaves the line. It runs queue_admit.lua once for each
+// part of at most AdmitPart fans, each part all or nothing, so that a large
+// batch never holds Redis in one long script while every fan's request
+// waits (2,000 fans in one script took 24 to 126 ms on the 2-core machine:
+// docs/performance.md, "The admission tick in parts"). No tick admits more
+// than its batch, whoever runs its parts: a tick before the last one
+// admitted for the event, or the last one once its batch is in or it was cut
+// short (the cap, or the end of the line), changes nothing (Done false), so
+// racing admitters never admit twice; only a full part leaves the tick
+// open, and racing admitters may each add a part to it. A part refused
+// after earlier ones ends the tick with what they admitted.
+// Paused or sold-out settings admit nobody and are published to Position
+// (QueueSoldOut, Paused).
 func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick int64, every time.Duration) (AdmitResult, error) {
 	if every < time.Millisecond || s.TokenTTL < time.Millisecond {
 		return AdmitResult{}, fmt.Errorf("admit event %d: tick %v and token TTL %v must be at least 1ms", s.EventID, every, s.TokenTTL)
@@ -783,44 +792,29 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 	if s.Paused || s.SoldOut {
 		batch = 0
 	}
-	args := make([]any, 0, 10+batch)
-	args = append(args, tick, batch, max(s.MaxShoppers, 0), s.TokenTTL.Milliseconds(), q.Redis.entryPrefix(s.EventID),
-		boolArg(s.Paused), boolArg(s.SoldOut), s.Rate, every.Milliseconds(), recordField(tick))
-	for range batch {
-		t, err := randomToken()
+	var r AdmitResult
+	for left := batch; ; {
+		part := min(left, AdmitPart)
+		res, err := q.admitPart(ctx, s, tick, every, batch, part)
 		if err != nil {
 			return AdmitResult{}, err
 		}
-		args = append(args, t)
-	}
-	var res []any
-	for attempt := 0; ; attempt++ {
-		keys, err := q.admitKeys(ctx, s.EventID, batch)
-		if err != nil {
-			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
-		}
-		res, err = queueAdmitScript.Run(ctx, q.Redis.Client, keys, args...).Slice()
-		if err != nil {
-			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
-		}
-		if len(res) < 3 {
-			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: unexpected reply %v", s.EventID, tick, res)
-		}
-		if toInt64(res[0]) != -2 {
+		if toInt64(res[0]) < 0 {
 			break
 		}
-		if attempt == admitAttempts-1 {
-			return AdmitResult{}, fmt.Errorf("admit event %d, tick %d: the head of the line changed %d times while it was read", s.EventID, tick, admitAttempts)
+		r.Done, r.Waiting, r.Live = true, int(toInt64(res[1])), int(toInt64(res[2]))
+		for _, v := range res[3:] {
+			r.Admitted = append(r.Admitted, toInt64(v))
+		}
+		admitted := int(toInt64(res[0]))
+		if left -= admitted; left <= 0 || admitted < part {
+			break
 		}
 	}
-	if toInt64(res[0]) < 0 {
+	if !r.Done {
 		return AdmitResult{}, nil
 	}
-	r := AdmitResult{Done: true, Waiting: int(toInt64(res[1])), Live: int(toInt64(res[2]))}
 	q.forgetFigures(s.EventID)
-	for _, v := range res[3:] {
-		r.Admitted = append(r.Admitted, toInt64(v))
-	}
 	if m := q.Metrics; m != nil {
 		label := eventLabel(s.EventID)
 		m.Admissions.WithLabelValues(label).Add(float64(len(r.Admitted)))
@@ -828,6 +822,47 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		m.LiveTokens.WithLabelValues(label).Set(float64(r.Live))
 	}
 	return r, nil
+}
+
+// AdmitPart is the most fans that one run of queue_admit.lua admits: about
+// 1 ms of Redis's time, so that a tick's batch of thousands is admitted in
+// parts between the other commands.
+const AdmitPart = 200
+
+// admitPart runs queue_admit.lua for part of tick's batch (batch fans in
+// all): part fresh tokens, and the keys of the first part fans in line,
+// read again when the head moved meanwhile (-2). It returns the script's
+// reply, at least three elements.
+func (q *Queue) admitPart(ctx context.Context, s boxoffice.AdmissionSettings, tick int64, every time.Duration, batch, part int) ([]any, error) {
+	args := make([]any, 0, 10+part)
+	args = append(args, tick, batch, max(s.MaxShoppers, 0), s.TokenTTL.Milliseconds(), q.Redis.entryPrefix(s.EventID),
+		boolArg(s.Paused), boolArg(s.SoldOut), s.Rate, every.Milliseconds(), recordField(tick))
+	for range part {
+		t, err := randomToken()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, t)
+	}
+	for attempt := 0; ; attempt++ {
+		keys, err := q.admitKeys(ctx, s.EventID, part)
+		if err != nil {
+			return nil, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
+		}
+		res, err := queueAdmitScript.Run(ctx, q.Redis.Client, keys, args...).Slice()
+		if err != nil {
+			return nil, fmt.Errorf("admit event %d, tick %d: %w", s.EventID, tick, err)
+		}
+		if len(res) < 3 {
+			return nil, fmt.Errorf("admit event %d, tick %d: unexpected reply %v", s.EventID, tick, res)
+		}
+		if toInt64(res[0]) != -2 {
+			return res, nil
+		}
+		if attempt == admitAttempts-1 {
+			return nil, fmt.Errorf("admit event %d, tick %d: the head of the line changed %d times while it was read", s.EventID, tick, admitAttempts)
+		}
+	}
 }
 
 // admitAttempts bounds how many times Admit reads the head of the line again

@@ -1,12 +1,18 @@
--- Admit one tick's batch of an event's waiting room (store.Queue.Admit),
--- atomically, so that no fan leaves the line without a token and no tick
--- admits twice: refuse a tick at or before the last one admitted; limit the
--- batch by the cap on live tokens (ZCOUNT of unexpired tokens) and check that
--- the head (ZRANGE 0 n-1) is the fans whose keys were declared; record the
--- settings; for each fan at the head set entry:{e}:{acct} =
--- token|session with PXAT expiry and record the expiry in entry:live:{e};
--- remove them from the line; advance the head and the admitted total, and
--- record the tick for the measured rate.
+-- Admit one part of a tick's batch of an event's waiting room
+-- (store.Queue.Admit), atomically, so that no fan leaves the line without a
+-- token and no tick admits more than its batch. A tick before the last one
+-- admitted is refused, and so is the last one unless its last part was
+-- full and left some of the batch (the stats field "part" = tick:admitted
+-- so far, set only then): a tick cut short by the cap or by the end of the
+-- line is over. A part admits at most what is left of the batch and the
+-- fans whose keys were declared (Admit calls the script again for the rest,
+-- so that Redis never runs one long script while every other command
+-- waits), within the cap on live tokens (ZCOUNT of unexpired tokens); the
+-- head (ZRANGE 0 n-1) must be the fans whose keys were declared. It records
+-- the settings; for each fan at the head sets entry:{e}:{acct} =
+-- token|session with PXAT expiry and records the expiry in entry:live:{e};
+-- removes them from the line; advances the head and the admitted total, and
+-- records the tick's count for the measured rate.
 --
 -- KEYS[1] queue:{e}        sorted set account -> sequence
 -- KEYS[2] queue:sess:{e}   hash account -> session key
@@ -18,7 +24,8 @@
 --          changes nothing and returns {-2, 0, 0}, and the caller reads the
 --          head again.
 -- ARGV[1]  tick index
--- ARGV[2]  batch size from the rate (before the cap)
+-- ARGV[2]  the tick's batch size from the rate (before the cap), of which
+--          this part admits what earlier parts of the tick did not
 -- ARGV[3]  cap on live entry tokens, 0 for none
 -- ARGV[4]  token TTL in ms
 -- ARGV[5]  entry key prefix: KEYS[4 + i] must be this followed by the i-th
@@ -28,15 +35,25 @@
 -- ARGV[8]  configured rate (fans per second)
 -- ARGV[9]  tick length in ms
 -- ARGV[10] stats field that records this tick (a ring of RateWindow fields)
--- ARGV[11..] tokens, at least the batch size
+-- ARGV[11..] tokens, one for each fan of this part
 --
--- Returns {admitted count, or -1 if the tick was already admitted, or -2 if
--- the head is not KEYS[5..]'s fans; waiting after, live tokens after,
--- admitted account ids in order...}.
+-- Returns {admitted count, or -1 if the tick is over (a later tick was
+-- admitted, or this one's batch, or it was cut short), or -2 if the head is
+-- not KEYS[5..]'s fans; waiting after, live tokens after, admitted account
+-- ids in order...}.
 local tick = tonumber(ARGV[1])
+local batch = tonumber(ARGV[2])
 local last = tonumber(redis.call('HGET', KEYS[3], 'tick'))
-if last and tick <= last then
+local before = 0
+if last and tick < last then
   return {-1, 0, 0}
+elseif last == tick then
+  local open = redis.call('HGET', KEYS[3], 'part') or ''
+  local otick, ocount = string.match(open, '^(%d+):(%d+)$')
+  if otick ~= ARGV[1] then
+    return {-1, 0, 0}
+  end
+  before = tonumber(ocount)
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -44,8 +61,10 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local live = redis.call('ZCOUNT', KEYS[4], now, '+inf')
 local stopped = ARGV[6] == '1' or ARGV[7] == '1'
 local picked = {}
+local asked = 0
 if not stopped then
-  local n = math.min(tonumber(ARGV[2]), #ARGV - 10, #KEYS - 4)
+  asked = math.min(batch - before, #ARGV - 10, #KEYS - 4)
+  local n = asked
   local cap = tonumber(ARGV[3])
   if cap > 0 then
     n = math.min(n, cap - live)
@@ -62,6 +81,7 @@ end
 
 redis.call('HSET', KEYS[3], 'tick', ARGV[1], 'rate', ARGV[8], 'tick_ms', ARGV[9],
   'paused', ARGV[6], 'sold_out', ARGV[7])
+redis.call('HDEL', KEYS[3], 'part')
 if stopped then
   return {0, redis.call('ZCARD', KEYS[1]), live}
 end
@@ -92,7 +112,10 @@ local backlog = '0'
 if waiting > 0 then
   backlog = '1'
 end
-redis.call('HSET', KEYS[3], ARGV[10], ARGV[1] .. ':' .. out[1] .. ':' .. backlog)
+redis.call('HSET', KEYS[3], ARGV[10], ARGV[1] .. ':' .. (before + out[1]) .. ':' .. backlog)
+if out[1] == asked and before + out[1] < batch then
+  redis.call('HSET', KEYS[3], 'part', ARGV[1] .. ':' .. (before + out[1]))
+end
 out[2] = waiting
 out[3] = live
 return out
