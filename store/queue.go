@@ -754,8 +754,10 @@ func (q *Queue) PrequeueTicket(ctx context.Context, eventID, accountID int64) (s
 
 // AdmitResult is what one tick's admission did for an event.
 type AdmitResult struct {
-	// Done is false when this tick (or a later one) was already admitted
-	// for the event, by this instance or another: nothing was changed.
+	// Done is false when the tick was over before this call (a later tick
+	// was admitted for the event, or this one's whole batch, or it was cut
+	// short by the cap or the end of the line), by this instance or
+	// another: nothing was changed.
 	Done     bool
 	Admitted []int64 // accounts admitted, in line order
 	Waiting  int     // fans still in line
