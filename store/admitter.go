@@ -134,9 +134,10 @@ func (a *Admitter) AdmitTick(ctx context.Context, tick int64) (TickResult, error
 		ar, err := a.Queue.Admit(ctx, s, tick, every)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
-		res.Events[s.EventID] = ar
+		if err == nil || ar.Done { // a failed part may follow parts that admitted
+			res.Events[s.EventID] = ar
+		}
 	}
 	return res, errors.Join(errs...)
 }

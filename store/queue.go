@@ -780,7 +780,8 @@ type AdmitResult struct {
 // open, and racing admitters may each add a part to it. A part refused
 // after earlier ones ends the tick with what they admitted.
 // Paused or sold-out settings admit nobody and are published to Position
-// (QueueSoldOut, Paused).
+// (QueueSoldOut, Paused). A part that fails after earlier ones admitted
+// returns what they admitted (counted in the metrics) with its error.
 func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick int64, every time.Duration) (AdmitResult, error) {
 	if every < time.Millisecond || s.TokenTTL < time.Millisecond {
 		return AdmitResult{}, fmt.Errorf("admit event %d: tick %v and token TTL %v must be at least 1ms", s.EventID, every, s.TokenTTL)
@@ -795,11 +796,15 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		batch = 0
 	}
 	var r AdmitResult
+	var partErr error // a later part's, after earlier parts admitted
 	for left := batch; ; {
 		part := min(left, AdmitPart)
 		res, err := q.admitPart(ctx, s, tick, every, batch, part)
-		if err != nil {
+		if err != nil && !r.Done {
 			return AdmitResult{}, err
+		} else if err != nil {
+			partErr = err
+			break
 		}
 		if toInt64(res[0]) < 0 {
 			break
@@ -823,7 +828,7 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 		m.Waiting.WithLabelValues(label).Set(float64(r.Waiting))
 		m.LiveTokens.WithLabelValues(label).Set(float64(r.Live))
 	}
-	return r, nil
+	return r, partErr
 }
 
 // AdmitPart is the most fans that one run of queue_admit.lua admits: about

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,5 +163,64 @@ func TestQueue_Admit_PartsRacing(t *testing.T) {
 	st, err := q.QueueStats(ctx, queueEvent)
 	if err != nil || st.AdmittedTotal != rounds*batch || st.Waiting != rounds*(joining-batch) {
 		t.Fatalf("QueueStats = %+v, %v; want %d admitted, %d waiting", st, err, rounds*batch, rounds*(joining-batch))
+	}
+}
+
+// failSecondPart is a go-redis hook that fails the second run of a script
+// that declares fans' keys (an admission part), as a Redis lost mid-tick
+// would, without sending it.
+type failSecondPart struct {
+	mu    sync.Mutex
+	parts int
+}
+
+func (h *failSecondPart) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *failSecondPart) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if name := strings.ToLower(cmd.Name()); (name == "eval" || name == "evalsha") && len(args) > 2 {
+			if n, _ := strconv.Atoi(toString(args[2])); n > 4 {
+				h.mu.Lock()
+				h.parts++
+				second := h.parts == 2
+				h.mu.Unlock()
+				if second {
+					err := errors.New("connection lost")
+					cmd.SetErr(err)
+					return err
+				}
+			}
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *failSecondPart) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// When a later part of a tick fails, Admit returns the fans the earlier
+// parts admitted, who hold their tokens, with the error; the tick stays
+// open, and running it again admits the rest of its batch.
+func TestQueue_Admit_PartFails(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	q := newQueue(t)
+	mustJoin(t, q, 1, 500)
+	q.Redis.Client.AddHook(&failSecondPart{})
+
+	r, err := q.Admit(ctx, admission(500), 1, time.Second)
+	if err == nil || !r.Done || len(r.Admitted) != store.AdmitPart {
+		t.Fatalf("Admit = done %v, %d admitted, %v; want the first part's %d with the second's error", r.Done, len(r.Admitted), err, store.AdmitPart)
+	}
+	for _, a := range r.Admitted {
+		if tok, _, ok := entryOf(t, q, a); !ok || tok == "" {
+			t.Fatalf("fan %d reported admitted has no entry token", a)
+		}
+	}
+	rest, err := q.Admit(ctx, admission(500), 1, time.Second)
+	if err != nil || len(rest.Admitted) != 500-store.AdmitPart || rest.Admitted[0] != store.AdmitPart+1 {
+		t.Fatalf("Admit again = %d admitted, %v; want the other %d, from fan %d", len(rest.Admitted), err, 500-store.AdmitPart, store.AdmitPart+1)
 	}
 }

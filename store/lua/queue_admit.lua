@@ -113,7 +113,10 @@ if waiting > 0 then
   backlog = '1'
 end
 redis.call('HSET', KEYS[3], ARGV[10], ARGV[1] .. ':' .. (before + out[1]) .. ':' .. backlog)
-if out[1] == asked and before + out[1] < batch then
+-- A full part is all the tokens the caller sent, or the rest of the batch:
+-- fewer declared fans than tokens means the line ended when the caller read
+-- its head, and a tick cut short by the end of the line is over.
+if out[1] == math.min(batch - before, #ARGV - 10) and before + out[1] < batch then
   redis.call('HSET', KEYS[3], 'part', ARGV[1] .. ':' .. (before + out[1]))
 end
 out[2] = waiting
