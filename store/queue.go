@@ -800,9 +800,10 @@ func (q *Queue) Admit(ctx context.Context, s boxoffice.AdmissionSettings, tick i
 	for left := batch; ; {
 		part := min(left, AdmitPart)
 		res, err := q.admitPart(ctx, s, tick, every, batch, part)
-		if err != nil && !r.Done {
-			return AdmitResult{}, err
-		} else if err != nil {
+		if err != nil {
+			if !r.Done {
+				return AdmitResult{}, err
+			}
 			partErr = err
 			break
 		}

@@ -3,8 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +15,7 @@ import (
 )
 
 // scriptKeys is a go-redis hook that records the number of keys of every
-// script run (EVAL and EVALSHA, alone or in a pipeline).
+// script run.
 type scriptKeys struct {
 	mu   sync.Mutex
 	runs []int
@@ -25,41 +25,28 @@ func (h *scriptKeys) DialHook(next redis.DialHook) redis.DialHook { return next 
 
 func (h *scriptKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.record(cmd)
+		if n, ok := scriptKeyCount(cmd); ok {
+			h.mu.Lock()
+			h.runs = append(h.runs, n)
+			h.mu.Unlock()
+		}
 		return next(ctx, cmd)
 	}
 }
 
 func (h *scriptKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.record(c)
-		}
-		return next(ctx, cmds)
-	}
+	return next
 }
 
-func (h *scriptKeys) record(cmd redis.Cmder) {
+// scriptKeyCount returns the number of keys cmd declares when it runs a
+// script (EVAL or EVALSHA).
+func scriptKeyCount(cmd redis.Cmder) (int, bool) {
 	args := cmd.Args()
-	if name := strings.ToLower(cmd.Name()); (name != "eval" && name != "evalsha") || len(args) < 3 {
-		return
+	if name := cmd.Name(); (name != "eval" && name != "evalsha") || len(args) < 3 {
+		return 0, false
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(toString(args[2])))
-	h.mu.Lock()
-	h.runs = append(h.runs, n)
-	h.mu.Unlock()
-}
-
-func toString(v any) string {
-	switch v := v.(type) {
-	case string:
-		return v
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return ""
+	n, err := strconv.Atoi(fmt.Sprint(args[2]))
+	return n, err == nil
 }
 
 // A tick's batch of 1,000 fans is admitted whole, in line order, by runs of
@@ -178,18 +165,15 @@ func (h *failSecondPart) DialHook(next redis.DialHook) redis.DialHook { return n
 
 func (h *failSecondPart) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		if name := strings.ToLower(cmd.Name()); (name == "eval" || name == "evalsha") && len(args) > 2 {
-			if n, _ := strconv.Atoi(toString(args[2])); n > 4 {
-				h.mu.Lock()
-				h.parts++
-				second := h.parts == 2
-				h.mu.Unlock()
-				if second {
-					err := errors.New("connection lost")
-					cmd.SetErr(err)
-					return err
-				}
+		if n, ok := scriptKeyCount(cmd); ok && n > 4 {
+			h.mu.Lock()
+			h.parts++
+			second := h.parts == 2
+			h.mu.Unlock()
+			if second {
+				err := errors.New("connection lost")
+				cmd.SetErr(err)
+				return err
 			}
 		}
 		return next(ctx, cmd)

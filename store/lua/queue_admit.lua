@@ -61,10 +61,11 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local live = redis.call('ZCOUNT', KEYS[4], now, '+inf')
 local stopped = ARGV[6] == '1' or ARGV[7] == '1'
 local picked = {}
-local asked = 0
+-- a full part: every token sent, or the rest of the batch; fewer declared
+-- fans than tokens means the line ended when the caller read its head
+local full = math.min(batch - before, #ARGV - 10)
 if not stopped then
-  asked = math.min(batch - before, #ARGV - 10, #KEYS - 4)
-  local n = asked
+  local n = math.min(full, #KEYS - 4)
   local cap = tonumber(ARGV[3])
   if cap > 0 then
     n = math.min(n, cap - live)
@@ -113,10 +114,7 @@ if waiting > 0 then
   backlog = '1'
 end
 redis.call('HSET', KEYS[3], ARGV[10], ARGV[1] .. ':' .. (before + out[1]) .. ':' .. backlog)
--- A full part is all the tokens the caller sent, or the rest of the batch:
--- fewer declared fans than tokens means the line ended when the caller read
--- its head, and a tick cut short by the end of the line is over.
-if out[1] == math.min(batch - before, #ARGV - 10) and before + out[1] < batch then
+if out[1] == full and before + out[1] < batch then
   redis.call('HSET', KEYS[3], 'part', ARGV[1] .. ':' .. (before + out[1]))
 end
 out[2] = waiting
