@@ -258,6 +258,11 @@ type Attribution struct {
 	Bound float64 `json:"bound_per_s"`
 	// Need is the rate the target asks for in this run, requests a second.
 	Need float64 `json:"need_per_s"`
+	// Behind is true when Need is the rate an open loop offered to a
+	// latency target and its step fell behind that rate (Target.Offered):
+	// requests it could not serve queued for as long as it ran, and the
+	// bound judges whether the machine could have carried the rate.
+	Behind bool `json:"fell_behind,omitempty"`
 }
 
 // attribute computes a step's Attribution from its CPU split and the
@@ -316,16 +321,19 @@ func (a Attribution) Lines(c CPUSplit) []string {
 		fmt.Sprintf("The server's CPU profile (%d samples over %.0f s; the step lasted %.1f s) by who spent it (each sample charged to the innermost frame of the product or a library, allocation and garbage collection assists included; system calls to the kernel): ", a.Samples, a.ProfileSeconds, c.Seconds) + strings.Join(owners, ", "),
 	}
 	bound := fmt.Sprintf("With the product's own Go code in the server taking no time (%.0f µs a request less) and every core busy, this step could reach at most %.0f requests a second", a.Product, a.Bound)
+	asked := fmt.Sprintf(", against %.0f that the target asks for", a.Need)
+	if a.Behind {
+		asked = fmt.Sprintf(", against the %.0f a second offered, which the step fell behind (it achieved %.0f a second): an open loop that cannot serve its offered rate queues the rest, and its latency grows for as long as it runs", a.Need, float64(c.Requests)/c.Seconds)
+	}
 	switch {
 	case a.Need <= 0:
-		bound += " (the target is a latency at an offered rate, which the bound of a saturated step does not judge: the bound gives no verdict on it)"
+		bound += " (the target is a latency at an offered rate that the step kept up with, which the bound of a saturated step does not judge: the bound gives no verdict on it)"
 	case a.idleBound() >= a.Need:
-		bound += fmt.Sprintf(", against %.0f that the target asks for; with the product's code as it is, every core busy would reach %.0f, over it too: the rate was lost to idle cores, not to any code's CPU time", a.Need, a.idleBound())
+		bound += asked + fmt.Sprintf("; with the product's code as it is, every core busy would reach %.0f, over it too: the rate was lost to idle cores, not to any code's CPU time", a.idleBound())
 	case a.Bound < a.Need:
-		bound += fmt.Sprintf(", against %.0f that the target asks for", a.Need) +
-			": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
+		bound += asked + ": the remaining time is outside the product's Go code, in the load generator, the kernel, Go's runtime and libraries, and Redis and PostgreSQL (which run the product's scripts and statements)"
 	default:
-		bound += fmt.Sprintf(", against %.0f that the target asks for: the product's own Go code is enough of the time that the target is within its reach", a.Need)
+		bound += asked + ": the product's own Go code is enough of the time that the target is within its reach"
 	}
 	return append(lines, bound, a.NextStep(c))
 }

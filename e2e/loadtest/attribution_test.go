@@ -347,3 +347,58 @@ func TestAttribute_EmptyProfile(t *testing.T) {
 		t.Errorf("an empty profile: attribution %+v, want none", a)
 	}
 }
+
+// TestTargets_FellBehind checks that an open loop's latency target whose
+// step fell behind its offered rate asks for that rate (so that a missed
+// p99 gets a verdict), and one whose step kept up asks for none.
+func TestTargets_FellBehind(t *testing.T) {
+	r := &Report{Config: Config{Mode: "bench"},
+		Baselines: []Stats{{Name: "echo closed loop", Rate: 20000}, {Name: "echo open loop, 10000/s", Rate: 9990, Offered: 10000}},
+		Phases: []*Phase{{Name: "2. joins", Status: "ran", Steps: []Stats{
+			{Name: "open loop, 5000/s", Requests: 50000, OK: 50000, Rate: 4940, Offered: 5000, P99: 60},
+			{Name: "open loop, 10000/s", Requests: 88000, OK: 88000, Rate: 8800, Offered: 10000, P99: 459},
+		}}}}
+	b := &Bench{}
+	got := map[string]Target{}
+	for _, tg := range b.targets(r) {
+		got[tg.Name] = tg
+	}
+	if kept := got["Joins at 5,000/s offered"]; kept.Need != 0 || kept.Behind {
+		t.Errorf("a step that served 4,940 of 5,000 a second kept up: need %v, behind %v; want 0, false", kept.Need, kept.Behind)
+	}
+	if behind := got["Joins at 10,000/s offered"]; behind.Need != 10000 || !behind.Behind {
+		t.Errorf("a step that served 8,800 of 10,000 a second fell behind: need %v, behind %v; want 10000, true", behind.Need, behind.Behind)
+	}
+}
+
+// TestAttribute_FellBehind checks the verdict on a latency whose open
+// loop fell behind its offered rate: outside the product's Go code when
+// even without it the machine could not carry the rate, within its reach
+// when it could.
+func TestAttribute_FellBehind(t *testing.T) {
+	// 17,600 requests in 2 s (8,800/s) on 2 cores, none idle: 227 µs a
+	// request, of which the server's 1.4 cores are 159 µs and the
+	// product's code a tenth of those, 16 µs: 2 cores over 211 µs is
+	// 9,479/s.
+	c := CPUSplit{Seconds: 2, Cores: 2, Requests: 17600,
+		Server: CPUUse{User: 1.4}, Redis: CPUUse{User: 0.3}, Generator: CPUUse{User: 0.3}}
+	split := ProfileSplit{Owners: []Share{{"net/http", 0.9}, {ownerProduct, 0.1}},
+		Functions: []Share{{"main.serve", 0.1}}, Samples: 500, Seconds: 2}
+	out, ok := attribute(c, split, 10000)
+	if !ok {
+		t.Fatal("no attribution")
+	}
+	out.Behind = true
+	lines := strings.Join(out.Lines(c), "\n")
+	for _, want := range []string{"against the 10000 a second offered, which the step fell behind (it achieved 8800 a second)", "outside the product's Go code"} {
+		if !strings.Contains(lines, want) {
+			t.Errorf("fell behind 10,000/s, out of reach: the lines lack %q:\n%s", want, lines)
+		}
+	}
+	within, _ := attribute(c, split, 9000)
+	within.Behind = true
+	lines = strings.Join(within.Lines(c), "\n")
+	if !strings.Contains(lines, "within its reach") || strings.Contains(lines, "outside the product's Go code") {
+		t.Errorf("fell behind 9,000/s, which 9,479 without the product's code would carry: the lines say otherwise:\n%s", lines)
+	}
+}

@@ -160,7 +160,12 @@ type Target struct {
 	Notes []string  `json:"notes,omitempty"`
 	// Need is the rate the target asks for in this run, requests a second
 	// (0: not a rate), and Attribution where a missed rate's time went.
+	// Behind is true when the target is an open loop's latency and its
+	// step fell behind the offered rate (served less than fellBehind of
+	// it): Need is then the offered rate, so that the attribution judges
+	// whether the machine could carry it at all.
 	Need        float64      `json:"need_per_s,omitempty"`
+	Behind      bool         `json:"fell_behind,omitempty"`
 	Attribution *Attribution `json:"attribution,omitempty"`
 }
 

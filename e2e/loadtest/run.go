@@ -164,6 +164,7 @@ func (b *Bench) explainMissed(rep *Report) {
 			rep.Targets[i].Notes = append(rep.Targets[i].Notes, fmt.Sprintf("No split of the server's time by owner: the step's profile holds %d samples, fewer than %d (a full run's longer steps give enough)", split.Samples, minSamples))
 		default:
 			if a, ok := attribute(*t.CPU, split, t.Need); ok {
+				a.Behind = t.Behind
 				rep.Targets[i].Attribution = &a
 			} else {
 				rep.Targets[i].Notes = append(rep.Targets[i].Notes, "No split of the server's time by owner and no next step: the step's CPU has no figure a request (other requests beside it, or an error reading /proc), or its busy time read no more than the product's (/proc's 10 ms ticks in a short step)")
@@ -171,6 +172,12 @@ func (b *Bench) explainMissed(rep *Report) {
 		}
 	}
 }
+
+// fellBehind is the share of an open loop's offered rate under which its
+// step fell behind: it served less than that share of the requests due,
+// and left the rest waiting (a step that kept up falls short of its rate
+// only by the answers still in flight when it ends, 1% or so).
+const fellBehind = 0.95
 
 // findPhase returns the report's phase whose name starts with prefix.
 func findPhase(r *Report, prefix string) *Phase {
@@ -195,6 +202,9 @@ func (b *Bench) targets(r *Report) []Target {
 			t.Got, t.Met, t.Profile, t.CPU = got, ptr(m), b.profiles[profile], s.CPU
 			if strings.Contains(t.Want, "of the echo ceiling") && !hasEcho {
 				t.Met = nil // a ratio without its baseline is not measured
+			}
+			if s.Offered > 0 && s.Rate < fellBehind*s.Offered {
+				t.Need, t.Behind = s.Offered, true
 			}
 		} else if p.Status != "ran" {
 			t.Got = p.Status
