@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/store/storetest"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // An admin sets up a sale entirely in the browser: imports a venue from a

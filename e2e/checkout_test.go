@@ -9,7 +9,7 @@ import (
 
 	"github.com/boxoffice/boxoffice/store"
 	"github.com/boxoffice/boxoffice/views"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 const concertHall = demo.HallName

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/store"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // A fan in the pre-queue sees the draw ticket and the commitment; after the

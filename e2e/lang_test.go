@@ -9,7 +9,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/views"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // ko returns a sentence of the Korean catalog.

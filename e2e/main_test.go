@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/store/storetest"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 var (

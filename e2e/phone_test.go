@@ -11,7 +11,7 @@ import (
 	"github.com/boxoffice/boxoffice"
 	"github.com/boxoffice/boxoffice/demo"
 	"github.com/boxoffice/boxoffice/views"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // At a phone's width (390 × 844), in English and in Korean, with a header

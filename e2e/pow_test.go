@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/boxoffice/boxoffice/store"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // askProof sets the event's proof-of-work difficulty in the app's

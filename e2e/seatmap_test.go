@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/boxoffice/boxoffice/store"
-	"github.com/playwright-community/playwright-go"
+	"github.com/mxschmitt/playwright-go"
 )
 
 // demoEvents seeds the demo (seedDemo) and returns its events' ids by venue

@@ -32,12 +32,14 @@ if command -v fc-list >/dev/null && ! fc-list :lang=ko 2>/dev/null | grep -q . &
   apt_install fonts-nanum
 fi
 
-module=github.com/playwright-community/playwright-go
+module=github.com/mxschmitt/playwright-go
 # go list names the module's folder only once it is in the module cache,
 # which a fresh machine's is not until something downloads it.
 go mod download "$module" || { say "cannot download $module (go mod download)"; exit 1; }
 dir=$(go list -m -f '{{.Dir}}' "$module")
-version=$(sed -n 's/^const playwrightCliVersion = "\(.*\)"$/\1/p' "$dir/run.go")
+# either `const playwrightCliVersion = "1.52.0"` or, inside a const block,
+# `playwrightCliVersion = "1.64.1"`
+version=$(sed -n 's/^\(const \|[[:space:]]*\)playwrightCliVersion = "\(.*\)"$/\2/p' "$dir/run.go")
 [ -n "$version" ] || { say "cannot read the driver version from $dir/run.go"; exit 1; }
 driver="$PWD/.cache/playwright-driver-$version"
 if [ ! -f "$driver/package/cli.js" ]; then
