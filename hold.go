@@ -102,7 +102,9 @@ func (r HoldRequest) Shopper() Shopper {
 }
 
 // HoldResult is the answer to a granted hold. Held lists the requested labels
-// in request order, all now held by the account. TTL is the time left, on
+// in request order, all now held by the account; Added is how many of them
+// the hold held anew (the others the account held already, as a form sent
+// again asks for them). TTL is the time left, on
 // Redis's clock, until the first of them ends (a seat the account already
 // held keeps its earlier expiry), and ExpiresAt is that instant. Mine is the
 // account's own part of the seat map after the hold (its holds, their time
@@ -110,6 +112,7 @@ func (r HoldRequest) Shopper() Shopper {
 // step.
 type HoldResult struct {
 	Held      []string
+	Added     int
 	TTL       time.Duration
 	ExpiresAt time.Time
 	Mine      SeatMapState

@@ -84,7 +84,7 @@ func (s *Server) handleHold(c echo.Context) error {
 	if wantsJSON(c) {
 		return answerHold(c, res)
 	}
-	notice := views.HeldNotice(len(res.Held))
+	notice := views.HeldNotice(res.Added)
 	if err != nil {
 		notice = views.RefusedNotice(err)
 	}

@@ -603,6 +603,10 @@ func TestHolds_HoldMore(t *testing.T) {
 	}{
 		{"Form", "en", "form@example.com", []string{"A-1-1", "A-1-2"}, []string{"A-2-1", "A-2-2", "A-2-3"}, "Your held seats (5)", "3 seats added: you now hold 5. Pay within "},
 		{"HTMX", "ko", "htmx@example.com", []string{"A-1-4", "A-1-5"}, []string{"A-3-4"}, "선점한 좌석 3석", "좌석 1석을 추가로 선점해 모두 3석을 선점하고 있습니다. 가장 먼저 선점한 좌석이 "},
+		// A form sent again asks for seats held already: only the new
+		// one counts as added, and none added says what the fan holds.
+		{"Mixed", "en", "mixed@example.com", []string{"A-3-1", "A-3-2"}, []string{"A-3-1", "A-3-3"}, "Your held seats (3)", "1 seat added: you now hold 3. Pay within "},
+		{"Again", "en", "again@example.com", []string{"A-2-4", "A-2-5", "A-2-6"}, []string{"A-2-4", "A-2-5"}, "Your held seats (3)", "You hold 3 seats for "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c, _ := app.newFan(t, tt.email, e.ID)

@@ -300,6 +300,7 @@ func (h *Holds) Hold(ctx context.Context, req boxoffice.HoldRequest, labels []st
 	h.granted.Inc()
 	return boxoffice.HoldResult{
 		Held:      slices.Clone(labels),
+		Added:     int(toInt64(res[5])),
 		TTL:       time.Duration(first-mine.Now.UnixMilli()) * time.Millisecond,
 		ExpiresAt: time.UnixMilli(first),
 		Mine:      mine,

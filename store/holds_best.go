@@ -180,8 +180,10 @@ func (h *Holds) HoldBest(ctx context.Context, req boxoffice.HoldRequest, grade s
 	if pass.res != nil {
 		exp := toInt64(pass.res[4])
 		h.granted.Inc()
+		held := stringsOf(pass.res[5])
 		return boxoffice.HoldResult{
-			Held:      stringsOf(pass.res[5]),
+			Held:      held,
+			Added:     len(held), // the best seats are free ones
 			TTL:       time.Duration(exp-pass.mine.Now.UnixMilli()) * time.Millisecond,
 			ExpiresAt: time.UnixMilli(exp),
 			Mine:      pass.mine,

@@ -113,6 +113,12 @@ func TestHolds_Hold_AgainKeepsItsExpiry(t *testing.T) {
 	if !again.ExpiresAt.Equal(first.ExpiresAt) || again.TTL <= holdTTL {
 		t.Errorf("asked again: expires at %v (TTL %v), want the first hold's %v", again.ExpiresAt, again.TTL, first.ExpiresAt)
 	}
+	if first.Added != 1 || again.Added != 0 {
+		t.Errorf("added %d, then %d asked again; want 1, then 0", first.Added, again.Added)
+	}
+	if more := env.mustHold(t, ev.ID, 5, holdTTL, ev.R[9], ev.R[10]); more.Added != 1 || len(more.Held) != 2 {
+		t.Errorf("a held seat and a new one: added %d of %v, want 1 of 2", more.Added, more.Held)
+	}
 	pexp, err := env.R.Client.PExpireTime(context.Background(), env.R.Key("seat:lock:{%d}:%s", ev.ID, ev.R[9])).Result()
 	if err != nil || pexp != time.Duration(first.ExpiresAt.UnixMilli())*time.Millisecond {
 		t.Errorf("lock expires at %v (%v), want %d ms", pexp, err, first.ExpiresAt.UnixMilli())

@@ -467,7 +467,8 @@ type Notice struct {
 	Error bool          `json:"error,omitempty"`
 }
 
-// HeldNotice says that n seats were just held. It carries no time: Text
+// HeldNotice says that n seats were just held (0: the hold asked only for
+// seats the fan held already). It carries no time: Text
 // gives the time left until the fan's first hold ends, as the panel's
 // countdown does, since seats held earlier end before the new ones (the
 // new seats' own TTL would contradict the countdown), and a flash is shown
@@ -502,7 +503,8 @@ func RefusedNotice(err error) Notice {
 // notice (HeldNotice) is told with st, the fan's holds that the panel shows
 // beside it, so that the three agree: when the fan held seats before, it
 // says that Count seats were added to the len(st.Mine) now held
-// (hold_notice_added, else hold_notice), and its time is st.HoldsTTL, where
+// (hold_notice_added), else that the fan holds len(st.Mine) seats
+// (hold_notice, also when the hold added none), and its time is st.HoldsTTL, where
 // the countdown starts; "" when st has no holds left (they ended before the
 // notice was shown, and the panel says there are none).
 func (n Notice) Text(ctx context.Context, m *SeatMap, st boxoffice.SeatMapState) string {
@@ -524,8 +526,10 @@ func (n Notice) Text(ctx context.Context, m *SeatMap, st boxoffice.SeatMapState)
 			msg.Args["Seat"] = describe(n.Seat)
 		}
 		if n.Held {
-			if count, ok := msg.Args["Count"].(int); ok && len(st.Mine) > count {
+			if count, ok := msg.Args["Count"].(int); ok && count > 0 && len(st.Mine) > count {
 				msg.ID, msg.Args["Total"] = "hold_notice_added", len(st.Mine)
+			} else {
+				msg.Args["Count"] = len(st.Mine)
 			}
 			msg.Args["Time"] = Duration(ctx, st.HoldsTTL)
 		}

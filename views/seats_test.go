@@ -252,3 +252,17 @@ func TestHoldPanel_AddedNotice(t *testing.T) {
 		}
 	}
 }
+
+// A hold that asked only for seats the fan held already added none: its
+// notice says what the fan holds, as the heading beside it counts.
+func TestHeldNotice_NoneAdded(t *testing.T) {
+	st := boxoffice.SeatMapState{Mine: []string{"A-1-1", "A-1-2", "A-1-3"}, HoldsTTL: 3 * time.Minute}
+	for lang, want := range map[string]string{
+		English: "You hold 3 seats for 3 min 00 s. Pay before the time runs out.",
+		Korean:  "좌석 3석을 3분 00초 동안 선점했습니다. 시간 안에 결제해 주세요.",
+	} {
+		if got := HeldNotice(0).Text(in(lang), nil, st); got != want {
+			t.Errorf("%s: HeldNotice(0) = %q, want %q", lang, got, want)
+		}
+	}
+}

@@ -24,7 +24,9 @@
 -- {outcome, now (ms), owned, {label, expiry, ...} of the account's live
 -- holds after the call, ...} with outcome 'taken' and then {labels taken
 -- (held by another account, sold or blocked)} and {those of them blocked},
--- 'limit', or 'ok' and then the first expiry (ms) of the requested seats.
+-- 'limit', or 'ok' and then the first expiry (ms) of the requested seats
+-- and how many of them this call held anew (the others the account held
+-- already).
 -- Times come from Redis's clock. A hold is live while its expiry >= now,
 -- as a key with PXAT expiry is. On a copy past its TTL, a seat recorded in
 -- KEYS[7] counts as taken even after its claim ended: the sale may have
@@ -89,4 +91,4 @@ for _, label in ipairs(labels) do
   end
 end
 
-return {'ok', now, owned, mine, first}
+return {'ok', now, owned, mine, first, #new}
